@@ -1,0 +1,33 @@
+//! `array.constant`: a tensor given by a `dense<...>` literal.
+
+use tessera::dialect::{OpDef, OpSchema};
+use tessera::infer::InferContext;
+use tessera::types::TensorType;
+
+/// `array.constant`.
+pub struct Constant;
+
+/// A literal tensor.
+pub static CONSTANT: Constant = Constant;
+
+static SCHEMA: OpSchema = OpSchema {
+    dialect: "array",
+    name: "constant",
+    summary: "A tensor given by a `dense<...>` literal.",
+    description: "`%c = array.constant dense<0.5> : tensor<10xf32>` (a splat: every element the same) or `dense<[[1.0, 2.0], [3.0, 4.0]]>` (every element, nested by the shape). The result type is required and types the literal; integers are accepted in float tensors, `true`/`false` are the `i1` elements.",
+    operands: &[],
+    literal: Some("`dense<...>`: one scalar (a splat) or lists nested exactly as the result's shape"),
+    attrs: &[],
+    results: 1,
+    result_type_required: true,
+};
+
+impl OpDef for Constant {
+    fn schema(&self) -> &OpSchema {
+        &SCHEMA
+    }
+
+    fn infer(&self, ctx: &mut InferContext<'_>) -> Option<Vec<TensorType>> {
+        Some(vec![ctx.written_result(0)?.clone()])
+    }
+}

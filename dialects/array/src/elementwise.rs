@@ -1,0 +1,376 @@
+//! Elementwise ops: unary math, binary arithmetic with numpy broadcasting, comparison,
+//! selection and element type conversion.
+
+use tessera::dialect::{Arity, AttrDefault, AttrKind, AttrSpec, OpDef, OpSchema, OperandSpec};
+use tessera::infer::InferContext;
+use tessera::types::{ElementClass, ElementType, TensorType};
+
+/// The element types an elementwise op accepts; picks both the check and the documentation.
+#[derive(Clone, Copy)]
+enum Elements {
+    Float,
+    Numeric,
+}
+
+impl Elements {
+    const fn classes(self) -> &'static [ElementClass] {
+        match self {
+            Elements::Float => &[ElementClass::Float],
+            Elements::Numeric => &[ElementClass::Float, ElementClass::Int],
+        }
+    }
+
+    const fn unary_operands(self) -> &'static [OperandSpec] {
+        match self {
+            Elements::Float => &[OperandSpec {
+                name: "x",
+                arity: Arity::One,
+                doc: "any shape; float",
+            }],
+            Elements::Numeric => &[OperandSpec {
+                name: "x",
+                arity: Arity::One,
+                doc: "any shape; float or integer",
+            }],
+        }
+    }
+
+    const fn binary_operands(self) -> &'static [OperandSpec] {
+        match self {
+            Elements::Float => &[
+                OperandSpec {
+                    name: "lhs",
+                    arity: Arity::One,
+                    doc: "any shape; float",
+                },
+                OperandSpec {
+                    name: "rhs",
+                    arity: Arity::One,
+                    doc: "broadcast-compatible with `lhs`; the same element type",
+                },
+            ],
+            Elements::Numeric => &[
+                OperandSpec {
+                    name: "lhs",
+                    arity: Arity::One,
+                    doc: "any shape; float or integer",
+                },
+                OperandSpec {
+                    name: "rhs",
+                    arity: Arity::One,
+                    doc: "broadcast-compatible with `lhs`; the same element type",
+                },
+            ],
+        }
+    }
+}
+
+use Elements::{Float as FLOAT, Numeric as NUMERIC};
+
+const X: &[OperandSpec] = &[OperandSpec {
+    name: "x",
+    arity: Arity::One,
+    doc: "any shape",
+}];
+
+const LHS_RHS: &[OperandSpec] = &[
+    OperandSpec {
+        name: "lhs",
+        arity: Arity::One,
+        doc: "any shape",
+    },
+    OperandSpec {
+        name: "rhs",
+        arity: Arity::One,
+        doc: "broadcast-compatible with `lhs`; the same element type",
+    },
+];
+
+/// A unary elementwise op: the result has the operand's type.
+pub struct Unary {
+    schema: OpSchema,
+    classes: &'static [ElementClass],
+}
+
+const fn unary(
+    name: &'static str,
+    summary: &'static str,
+    description: &'static str,
+    elements: Elements,
+) -> Unary {
+    Unary {
+        schema: OpSchema {
+            dialect: "array",
+            name,
+            summary,
+            description,
+            operands: elements.unary_operands(),
+            literal: None,
+            attrs: &[],
+            results: 1,
+            result_type_required: false,
+        },
+        classes: elements.classes(),
+    }
+}
+
+impl OpDef for Unary {
+    fn schema(&self) -> &OpSchema {
+        &self.schema
+    }
+
+    fn infer(&self, ctx: &mut InferContext<'_>) -> Option<Vec<TensorType>> {
+        ctx.require_class(0, self.classes)?;
+        Some(vec![ctx.operand(0).clone()])
+    }
+}
+
+/// `-x`.
+pub static NEG: Unary = unary(
+    "neg",
+    "Negation, elementwise.",
+    "`y = -x`. Integers wrap on overflow (`-(-128)` is `-128` in i8).",
+    NUMERIC,
+);
+/// `|x|`.
+pub static ABS: Unary = unary(
+    "abs",
+    "Absolute value, elementwise.",
+    "`y = |x|`. Integers wrap on overflow (`|-128|` is `-128` in i8).",
+    NUMERIC,
+);
+/// `e^x`.
+pub static EXP: Unary = unary(
+    "exp",
+    "Natural exponential, elementwise.",
+    "`y = e^x`; overflows to `inf`.",
+    FLOAT,
+);
+/// `ln x`.
+pub static LOG: Unary = unary(
+    "log",
+    "Natural logarithm, elementwise.",
+    "`y = ln(x)`; `ln(0) = -inf`, negative `x` gives NaN.",
+    FLOAT,
+);
+/// `sqrt x`.
+pub static SQRT: Unary = unary(
+    "sqrt",
+    "Square root, elementwise.",
+    "`y = sqrt(x)`; negative `x` gives NaN.",
+    FLOAT,
+);
+/// `1 / sqrt x`.
+pub static RSQRT: Unary = unary(
+    "rsqrt",
+    "Reciprocal square root, elementwise.",
+    "`y = 1 / sqrt(x)`; `rsqrt(0) = inf`.",
+    FLOAT,
+);
+/// `tanh x`.
+pub static TANH: Unary = unary(
+    "tanh",
+    "Hyperbolic tangent, elementwise.",
+    "`y = tanh(x)`, in `[-1, 1]`.",
+    FLOAT,
+);
+/// `erf x`.
+pub static ERF: Unary = unary(
+    "erf",
+    "Gauss error function, elementwise.",
+    "`y = erf(x) = 2/sqrt(pi) * integral from 0 to x of e^(-t^2) dt`.",
+    FLOAT,
+);
+/// `floor x`.
+pub static FLOOR: Unary = unary(
+    "floor",
+    "Round toward negative infinity, elementwise.",
+    "`y = floor(x)`, the largest integer value not above `x`.",
+    FLOAT,
+);
+/// `ceil x`.
+pub static CEIL: Unary = unary(
+    "ceil",
+    "Round toward positive infinity, elementwise.",
+    "`y = ceil(x)`, the smallest integer value not below `x`.",
+    FLOAT,
+);
+
+/// A binary elementwise op with numpy broadcasting: the result has the broadcast shape and
+/// the operands' (shared) element type.
+pub struct Binary {
+    schema: OpSchema,
+    classes: &'static [ElementClass],
+}
+
+const fn binary(
+    name: &'static str,
+    summary: &'static str,
+    description: &'static str,
+    elements: Elements,
+) -> Binary {
+    Binary {
+        schema: OpSchema {
+            dialect: "array",
+            name,
+            summary,
+            description,
+            operands: elements.binary_operands(),
+            literal: None,
+            attrs: &[],
+            results: 1,
+            result_type_required: false,
+        },
+        classes: elements.classes(),
+    }
+}
+
+impl OpDef for Binary {
+    fn schema(&self) -> &OpSchema {
+        &self.schema
+    }
+
+    fn infer(&self, ctx: &mut InferContext<'_>) -> Option<Vec<TensorType>> {
+        let element = ctx.same_element(&[0, 1])?;
+        ctx.require_class(0, self.classes)?;
+        let shape = ctx.broadcast(&[0, 1])?;
+        Some(vec![TensorType::new(shape, element)])
+    }
+}
+
+/// `lhs + rhs`.
+pub static ADD: Binary = binary("add", "Addition, elementwise, with numpy broadcasting.", "`y = lhs + rhs`. Shapes broadcast as in numpy: aligned on the right, each pair of dimensions equal or one of them 1. Integers wrap on overflow.", NUMERIC);
+/// `lhs - rhs`.
+pub static SUB: Binary = binary(
+    "sub",
+    "Subtraction, elementwise, with numpy broadcasting.",
+    "`y = lhs - rhs`, broadcasting as `array.add`. Integers wrap on overflow.",
+    NUMERIC,
+);
+/// `lhs * rhs`.
+pub static MUL: Binary = binary(
+    "mul",
+    "Multiplication, elementwise, with numpy broadcasting.",
+    "`y = lhs * rhs`, broadcasting as `array.add`. Integers wrap on overflow.",
+    NUMERIC,
+);
+/// `lhs / rhs`.
+pub static DIV: Binary = binary("div", "Division, elementwise, with numpy broadcasting.", "`y = lhs / rhs`, broadcasting as `array.add`. Integer division rounds toward zero; an integer division by zero, or of the minimum value by -1, has an unspecified result.", NUMERIC);
+/// `max(lhs, rhs)`.
+pub static MAX: Binary = binary(
+    "max",
+    "Maximum, elementwise, with numpy broadcasting.",
+    "`y = max(lhs, rhs)`, broadcasting as `array.add`. NaN propagates (as `numpy.maximum`).",
+    NUMERIC,
+);
+/// `min(lhs, rhs)`.
+pub static MIN: Binary = binary(
+    "min",
+    "Minimum, elementwise, with numpy broadcasting.",
+    "`y = min(lhs, rhs)`, broadcasting as `array.add`. NaN propagates (as `numpy.minimum`).",
+    NUMERIC,
+);
+/// `lhs ^ rhs`.
+pub static POW: Binary = binary("pow", "Power, elementwise, with numpy broadcasting.", "`y = lhs ^ rhs` (floats only), broadcasting as `array.add`. A negative base with a non-integer exponent gives NaN.", FLOAT);
+
+/// `array.compare`: elementwise comparison to `i1`.
+pub struct Compare;
+
+/// The comparison predicates.
+pub const PREDICATES: &[&str] = &["lt", "le", "gt", "ge", "eq", "ne"];
+
+/// `lhs <predicate> rhs`.
+pub static COMPARE: Compare = Compare;
+
+static COMPARE_SCHEMA: OpSchema = OpSchema {
+    dialect: "array",
+    name: "compare",
+    summary: "Comparison, elementwise, with numpy broadcasting; the result is `i1`.",
+    description: "`y = lhs <predicate> rhs` with `predicate` one of `lt le gt ge eq ne`, broadcasting as `array.add`. Both operands have the same element type. Float comparisons are ordered (a NaN operand gives false) except `ne`, which gives true for NaN, as in numpy.",
+    operands: LHS_RHS,
+    literal: None,
+    attrs: &[AttrSpec {
+        name: "predicate",
+        kind: AttrKind::Enum(PREDICATES),
+        default: AttrDefault::Required,
+        doc: "which comparison",
+    }],
+    results: 1,
+    result_type_required: false,
+};
+
+impl OpDef for Compare {
+    fn schema(&self) -> &OpSchema {
+        &COMPARE_SCHEMA
+    }
+
+    fn infer(&self, ctx: &mut InferContext<'_>) -> Option<Vec<TensorType>> {
+        ctx.same_element(&[0, 1])?;
+        let shape = ctx.broadcast(&[0, 1])?;
+        Some(vec![TensorType::new(shape, ElementType::I1)])
+    }
+}
+
+/// `array.select`: `cond ? a : b`, elementwise.
+pub struct Select;
+
+/// `cond ? a : b`.
+pub static SELECT: Select = Select;
+
+static SELECT_SCHEMA: OpSchema = OpSchema {
+    dialect: "array",
+    name: "select",
+    summary: "Choice, elementwise: `cond ? a : b`, with numpy broadcasting.",
+    description: "`y = cond ? a : b`. `cond` is `i1`; `a` and `b` share an element type, which the result has. All three broadcast together as in numpy.",
+    operands: &[
+        OperandSpec { name: "cond", arity: Arity::One, doc: "`i1`, broadcast-compatible" },
+        OperandSpec { name: "a", arity: Arity::One, doc: "taken where `cond` is true" },
+        OperandSpec { name: "b", arity: Arity::One, doc: "taken where `cond` is false" },
+    ],
+    literal: None,
+    attrs: &[],
+    results: 1,
+    result_type_required: false,
+};
+
+impl OpDef for Select {
+    fn schema(&self) -> &OpSchema {
+        &SELECT_SCHEMA
+    }
+
+    fn infer(&self, ctx: &mut InferContext<'_>) -> Option<Vec<TensorType>> {
+        ctx.require_class(0, &[ElementClass::Bool])?;
+        let element = ctx.same_element(&[1, 2])?;
+        let shape = ctx.broadcast(&[0, 1, 2])?;
+        Some(vec![TensorType::new(shape, element)])
+    }
+}
+
+/// `array.cast`: element type conversion.
+pub struct Cast;
+
+/// Element type conversion.
+pub static CAST: Cast = Cast;
+
+static CAST_SCHEMA: OpSchema = OpSchema {
+    dialect: "array",
+    name: "cast",
+    summary: "Element type conversion; the written result type gives the new element type.",
+    description: "`y = T(x)` with `T` the result's element type; the shape is unchanged. Float to float rounds to nearest even. Integer to float rounds to nearest. Float to integer rounds toward zero; out-of-range values and NaN give an unspecified result. Integer to integer sign-extends or truncates (two's complement). To `i1`: `x != 0`. From `i1`: 0 or 1.",
+    operands: X,
+    literal: None,
+    attrs: &[],
+    results: 1,
+    result_type_required: true,
+};
+
+impl OpDef for Cast {
+    fn schema(&self) -> &OpSchema {
+        &CAST_SCHEMA
+    }
+
+    fn infer(&self, ctx: &mut InferContext<'_>) -> Option<Vec<TensorType>> {
+        let target = ctx.written_result(0)?.element;
+        Some(vec![ctx.operand(0).with_element(target)])
+    }
+}

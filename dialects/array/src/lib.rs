@@ -1,0 +1,68 @@
+//! The `array` dialect: tensor algebra (elementwise math with numpy broadcasting, matmul,
+//! layout changes, reductions, constants), each op declared once with its schema, semantics
+//! and shape rule.
+
+mod constant;
+mod elementwise;
+mod layout;
+mod matmul;
+mod reduce;
+
+use tessera::dialect::{Dialect, OpDef};
+
+/// The `array` dialect.
+pub struct ArrayDialect;
+
+/// The dialect instance to register.
+pub static ARRAY: ArrayDialect = ArrayDialect;
+
+static OPS: &[&dyn OpDef] = &[
+    &elementwise::NEG,
+    &elementwise::ABS,
+    &elementwise::EXP,
+    &elementwise::LOG,
+    &elementwise::SQRT,
+    &elementwise::RSQRT,
+    &elementwise::TANH,
+    &elementwise::ERF,
+    &elementwise::FLOOR,
+    &elementwise::CEIL,
+    &elementwise::ADD,
+    &elementwise::SUB,
+    &elementwise::MUL,
+    &elementwise::DIV,
+    &elementwise::MAX,
+    &elementwise::MIN,
+    &elementwise::POW,
+    &elementwise::COMPARE,
+    &elementwise::SELECT,
+    &elementwise::CAST,
+    &matmul::MATMUL,
+    &layout::TRANSPOSE,
+    &layout::RESHAPE,
+    &layout::BROADCAST,
+    &layout::CONCAT,
+    &layout::SLICE,
+    &layout::PAD,
+    &reduce::REDUCE_SUM,
+    &reduce::REDUCE_MAX,
+    &reduce::REDUCE_MIN,
+    &reduce::REDUCE_MEAN,
+    &reduce::ARGMAX,
+    &constant::CONSTANT,
+];
+
+impl Dialect for ArrayDialect {
+    fn name(&self) -> &'static str {
+        "array"
+    }
+
+    fn summary(&self) -> &'static str {
+        "Tensor algebra, lowered straight to MLIR linalg/tensor: elementwise math with numpy \
+         broadcasting, matmul, layout changes, reductions and constants."
+    }
+
+    fn ops(&self) -> &'static [&'static dyn OpDef] {
+        OPS
+    }
+}

@@ -1,0 +1,98 @@
+//! Activations: relu, gelu, sigmoid, silu (elementwise) and softmax, log_softmax (along an axis).
+
+use crate::X;
+use tessera::dialect::{AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema};
+use tessera::infer::InferContext;
+use tessera::types::{ElementClass, TensorType};
+
+/// An activation: float operand, result of the same type; `axis`, when the op has it, must be
+/// in range.
+pub struct Activation {
+    schema: OpSchema,
+}
+
+const fn activation(
+    name: &'static str,
+    summary: &'static str,
+    description: &'static str,
+    attrs: &'static [AttrSpec],
+) -> Activation {
+    Activation {
+        schema: OpSchema {
+            dialect: "nn",
+            name,
+            summary,
+            description,
+            operands: X,
+            literal: None,
+            attrs,
+            results: 1,
+            result_type_required: false,
+        },
+    }
+}
+
+impl OpDef for Activation {
+    fn schema(&self) -> &OpSchema {
+        &self.schema
+    }
+
+    fn infer(&self, ctx: &mut InferContext<'_>) -> Option<Vec<TensorType>> {
+        ctx.require_class(0, &[ElementClass::Float])?;
+        let x = ctx.operand(0);
+        if self.schema.attr("axis").is_some() {
+            ctx.axis("axis", x.rank())?;
+        }
+        Some(vec![x.clone()])
+    }
+}
+
+const AXIS: &[AttrSpec] = &[AttrSpec {
+    name: "axis",
+    kind: AttrKind::Int,
+    default: AttrDefault::Value(DefaultValue::Int(-1)),
+    doc: "the normalized axis; negative counts from the end",
+}];
+
+/// Rectified linear unit.
+pub static RELU: Activation = activation(
+    "relu",
+    "Rectified linear unit: `max(x, 0)`, elementwise.",
+    "`y = max(x, 0)`; NaN propagates.",
+    &[],
+);
+/// Gaussian error linear unit.
+pub static GELU: Activation = activation(
+    "gelu",
+    "Gaussian error linear unit, exact or with the tanh approximation.",
+    "`approximate = \"none\"`: `y = 0.5 x (1 + erf(x / sqrt(2)))`. `approximate = \"tanh\"`: `y = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))` (as PyTorch's `gelu(approximate='tanh')` and Keras' `gelu(approximate=True)`).",
+    &[AttrSpec {
+        name: "approximate",
+        kind: AttrKind::Enum(&["none", "tanh"]),
+        default: AttrDefault::Value(DefaultValue::Str("none")),
+        doc: "`\"none\"` (erf) or `\"tanh\"`",
+    }],
+);
+/// Logistic sigmoid.
+pub static SIGMOID: Activation = activation(
+    "sigmoid",
+    "Logistic sigmoid, elementwise.",
+    "`y = 1 / (1 + e^(-x))`, in `[0, 1]`; computed without overflow for large `|x|`.",
+    &[],
+);
+/// Sigmoid-weighted linear unit.
+pub static SILU: Activation = activation(
+    "silu",
+    "Sigmoid linear unit (swish), elementwise.",
+    "`y = x * sigmoid(x)`.",
+    &[],
+);
+/// Softmax along an axis.
+pub static SOFTMAX: Activation = activation("softmax", "Softmax along `axis`.", "`y = e^(x - m) / sum_axis e^(x - m)` with `m = max_axis x` (subtracting the maximum keeps it stable: no overflow for large inputs).", AXIS);
+/// Log-softmax along an axis.
+pub static LOG_SOFTMAX: Activation = activation(
+    "log_softmax",
+    "Logarithm of softmax along `axis`, computed stably.",
+    "`y = x - m - ln(sum_axis e^(x - m))` with `m = max_axis x`.",
+    AXIS,
+);

@@ -1,0 +1,88 @@
+//! 2-d pooling over NHWC inputs: max_pool2d and avg_pool2d.
+
+use crate::conv::{geometry, pair_or, PADDING_KEYWORDS};
+use crate::X;
+use tessera::dialect::{AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema};
+use tessera::infer::InferContext;
+use tessera::types::{ElementClass, TensorType};
+
+/// A 2-d pooling op.
+pub struct Pool {
+    schema: OpSchema,
+}
+
+const ATTRS: &[AttrSpec] = &[
+    AttrSpec {
+        name: "window",
+        kind: AttrKind::IntList,
+        default: AttrDefault::Required,
+        doc: "`[kh, kw]`, positive",
+    },
+    AttrSpec {
+        name: "strides",
+        kind: AttrKind::IntList,
+        default: AttrDefault::Derived("the window"),
+        doc: "`[sh, sw]`, positive",
+    },
+    AttrSpec {
+        name: "padding",
+        kind: AttrKind::IntListOrEnum(PADDING_KEYWORDS),
+        default: AttrDefault::Value(DefaultValue::Str("valid")),
+        doc: "`\"same\"`, `\"valid\"` or `[top, bottom, left, right]`",
+    },
+];
+
+const fn pool(name: &'static str, summary: &'static str, description: &'static str) -> Pool {
+    Pool {
+        schema: OpSchema {
+            dialect: "nn",
+            name,
+            summary,
+            description,
+            operands: X,
+            literal: None,
+            attrs: ATTRS,
+            results: 1,
+            result_type_required: false,
+        },
+    }
+}
+
+impl OpDef for Pool {
+    fn schema(&self) -> &OpSchema {
+        &self.schema
+    }
+
+    fn infer(&self, ctx: &mut InferContext<'_>) -> Option<Vec<TensorType>> {
+        ctx.require_class(0, &[ElementClass::Float])?;
+        ctx.require_rank(0, 4, "an NHWC input")?;
+        let window = ctx.int_list_of("window", 2, 1)?;
+        let window = [window[0] as u64, window[1] as u64];
+        let strides = pair_or(ctx, "strides", window)?;
+        if let Some(pads) = ctx.int_list("padding") {
+            let too_large = pads.iter().zip([window[0], window[0], window[1], window[1]]).find(|(&p, w)| p >= *w as i64);
+            if let Some((pad, window)) = too_large {
+                ctx.attr_error("padding", format!("padding ({pad}) must be smaller than the window ({window}), so that every window overlaps the input"))?;
+            }
+        }
+        let x = ctx.operand(0);
+        let [h, w] = geometry(ctx, [x.shape[1], x.shape[2]], window, strides, [1, 1])?;
+        Some(vec![TensorType::new(
+            vec![x.shape[0], h, w, x.shape[3]],
+            x.element,
+        )])
+    }
+}
+
+/// Max pooling.
+pub static MAX_POOL2D: Pool = pool(
+    "max_pool2d",
+    "Maximum over each `window` of an NHWC input, per channel.",
+    "`y[n, i, j, c] = max_{p < kh, q < kw} x[n, i*sh + p - top, j*sw + q - left, c]` over the window positions inside the input (padding never wins). Output size and `padding` as in `nn.conv2d`, each explicit padding smaller than the window (so every window overlaps the input); `strides` default to the window (as Keras).",
+);
+/// Average pooling.
+pub static AVG_POOL2D: Pool = pool(
+    "avg_pool2d",
+    "Mean over each `window` of an NHWC input, per channel.",
+    "`y[n, i, j, c]` is the mean of `x` over the window positions inside the input: padded positions are not counted (as TensorFlow). Output size and `padding` as in `nn.conv2d`, each explicit padding smaller than the window (so every window overlaps the input); `strides` default to the window (as Keras).",
+);

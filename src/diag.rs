@@ -1,0 +1,136 @@
+//! Located diagnostics and their rendering as `file:line:col: error: message` with a caret.
+
+use crate::source::{SourceFile, Span};
+use std::fmt::Write;
+
+/// How serious a diagnostic is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// Supplementary information attached to another diagnostic.
+    Note,
+    /// Suspicious but accepted input.
+    Warning,
+    /// Rejected input.
+    Error,
+}
+
+impl Severity {
+    /// The word printed after the location (`error`, `warning`, `note`).
+    pub fn word(self) -> &'static str {
+        match self {
+            Severity::Note => "note",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// One message about a place in the source, with optional notes at other places.
+///
+/// Wording follows MLIR: lower-case, no final period, actual values in parentheses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// Error, warning or note.
+    pub severity: Severity,
+    /// The culprit.
+    pub span: Span,
+    /// What is wrong.
+    pub message: String,
+    /// Related places (a previous definition, a callee's signature).
+    pub notes: Vec<Diagnostic>,
+}
+
+impl Diagnostic {
+    /// An error at `span`.
+    pub fn error(span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Error,
+            span,
+            message: message.into(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Attaches a note at `span`.
+    pub fn with_note(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
+        self.notes.push(Diagnostic {
+            severity: Severity::Note,
+            span,
+            message: message.into(),
+            notes: Vec::new(),
+        });
+        self
+    }
+
+    /// Renders this diagnostic and its notes against `file`, each as
+    /// `file:line:col: severity: message`, the source line and a caret under the culprit.
+    pub fn render(&self, file: &SourceFile) -> String {
+        let mut out = String::new();
+        self.render_into(file, &mut out);
+        out
+    }
+
+    fn render_into(&self, file: &SourceFile, out: &mut String) {
+        let pos = file.line_col(self.span.start);
+        let _ = writeln!(
+            out,
+            "{}:{}: {}: {}",
+            file.name(),
+            pos,
+            self.severity.word(),
+            self.message
+        );
+        let line_index = file.line_index(self.span.start);
+        let line = file.line_text(line_index);
+        let line_start = file.line_start(line_index);
+        let end_on_line = (self.span.end.max(self.span.start + 1) - line_start)
+            .min(line.len())
+            .max(self.span.start - line_start);
+        let width = line
+            .get(self.span.start - line_start..end_on_line)
+            .map_or(1, |s| s.chars().count().max(1));
+        let indent: String = line
+            .chars()
+            .take(pos.col - 1)
+            .map(|c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        let _ = writeln!(out, "{line}");
+        let _ = writeln!(out, "{indent}^{}", "~".repeat(width - 1));
+        for note in &self.notes {
+            note.render_into(file, out);
+        }
+    }
+}
+
+/// Renders every diagnostic against `file`, in order.
+pub fn render_all(diagnostics: &[Diagnostic], file: &SourceFile) -> String {
+    diagnostics.iter().map(|d| d.render(file)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_location_line_and_caret() {
+        let file = SourceFile::new("m.tsr", "func @f() {\n  %a = nn.bad %x\n}\n");
+        let start = file.text().find("nn.bad").unwrap();
+        let diag = Diagnostic::error(Span::new(start, start + 6), "unknown op 'nn.bad'")
+            .with_note(Span::at(0), "in this function");
+        assert_eq!(
+            diag.render(&file),
+            "m.tsr:2:8: error: unknown op 'nn.bad'\n  %a = nn.bad %x\n       ^~~~~~\n\
+             m.tsr:1:1: note: in this function\nfunc @f() {\n^\n"
+        );
+    }
+
+    #[test]
+    fn caret_at_end_of_file_is_rendered() {
+        let file = SourceFile::new("m.tsr", "func");
+        let diag = Diagnostic::error(Span::at(4), "expected '@'");
+        assert_eq!(
+            diag.render(&file),
+            "m.tsr:1:5: error: expected '@'\nfunc\n    ^\n"
+        );
+    }
+}

@@ -1,0 +1,138 @@
+//! An MLIR context with every upstream dialect, LLVM translation and pass registered, whose
+//! diagnostics are collected instead of printed.
+
+use melior::diagnostic::DiagnosticSeverity;
+use melior::dialect::DialectRegistry;
+use melior::ir::Module;
+use melior::utility::{register_all_dialects, register_all_llvm_translations, register_all_passes};
+use melior::Context;
+use std::cell::RefCell;
+use std::fmt;
+use std::rc::Rc;
+use std::sync::Once;
+
+/// A diagnostic MLIR emitted, with its location as MLIR prints it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MlirDiagnostic {
+    /// `error`, `warning`, `note` or `remark`.
+    pub severity: &'static str,
+    /// The location (`loc("model.tsr":3:8)`).
+    pub location: String,
+    /// The message.
+    pub message: String,
+}
+
+impl fmt::Display for MlirDiagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}: {}", self.location, self.severity, self.message)
+    }
+}
+
+/// An MLIR context that keeps what MLIR reports. Not `Send`: one per thread.
+pub struct MlirContext {
+    context: Context,
+    diagnostics: Rc<RefCell<Vec<MlirDiagnostic>>>,
+}
+
+impl MlirContext {
+    /// A context with all upstream dialects loaded and a handler collecting diagnostics.
+    pub fn new() -> MlirContext {
+        static PASSES: Once = Once::new();
+        PASSES.call_once(register_all_passes);
+        let context = Context::new();
+        let registry = DialectRegistry::new();
+        register_all_dialects(&registry);
+        context.append_dialect_registry(&registry);
+        context.load_all_available_dialects();
+        register_all_llvm_translations(&context);
+        let diagnostics = Rc::new(RefCell::new(Vec::new()));
+        let sink = Rc::clone(&diagnostics);
+        context.attach_diagnostic_handler(move |diagnostic| {
+            let severity = match diagnostic.severity() {
+                DiagnosticSeverity::Error => "error",
+                DiagnosticSeverity::Warning => "warning",
+                DiagnosticSeverity::Note => "note",
+                DiagnosticSeverity::Remark => "remark",
+            };
+            sink.borrow_mut().push(MlirDiagnostic {
+                severity,
+                location: diagnostic.location().to_string(),
+                message: diagnostic.to_string(),
+            });
+            true
+        });
+        MlirContext {
+            context,
+            diagnostics,
+        }
+    }
+
+    /// The melior context.
+    pub fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// The diagnostics collected since the last call.
+    pub fn take_diagnostics(&self) -> Vec<MlirDiagnostic> {
+        std::mem::take(&mut self.diagnostics.borrow_mut())
+    }
+
+    /// Parses and verifies MLIR text, or returns what MLIR reported.
+    pub fn parse_module(&self, text: &str) -> Result<Module<'_>, Vec<MlirDiagnostic>> {
+        self.take_diagnostics();
+        if let Some(at) = text.find('\0') {
+            return Err(vec![MlirDiagnostic {
+                severity: "error",
+                location: format!("offset {at}"),
+                message: "MLIR text contains a NUL byte".into(),
+            }]);
+        }
+        match Module::parse(&self.context, text) {
+            Some(module) if module.as_operation().verify() => Ok(module),
+            _ => Err(self.take_diagnostics()),
+        }
+    }
+}
+
+impl Default for MlirContext {
+    fn default() -> MlirContext {
+        MlirContext::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_verified_linalg() {
+        let context = MlirContext::new();
+        let text = "func.func @f(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {\n\
+                    %e = tensor.empty() : tensor<4xf32>\n\
+                    %r = linalg.add ins(%a, %b : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>\n\
+                    return %r : tensor<4xf32>\n}\n";
+        assert!(
+            context.parse_module(text).is_ok(),
+            "{:?}",
+            context.take_diagnostics()
+        );
+    }
+
+    #[test]
+    fn captures_diagnostics_instead_of_printing() {
+        let context = MlirContext::new();
+        let Err(errors) = context.parse_module("func.func @f() -> i32 {\n  return\n}\n") else {
+            panic!("the return does not match the signature, yet the module verified");
+        };
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].severity, "error");
+        assert!(
+            errors[0]
+                .message
+                .contains("has 0 operands, but enclosing function"),
+            "{}",
+            errors[0]
+        );
+        assert!(context.parse_module("a\0b").is_err());
+    }
+}

@@ -1,0 +1,162 @@
+//! Tensor types: element types and static shapes.
+
+use std::fmt;
+
+/// The element type of a tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ElementType {
+    /// IEEE binary32.
+    F32,
+    /// IEEE binary64.
+    F64,
+    /// IEEE binary16.
+    F16,
+    /// bfloat16.
+    BF16,
+    /// Boolean.
+    I1,
+    /// Signed 8-bit integer.
+    I8,
+    /// Signed 32-bit integer.
+    I32,
+    /// Signed 64-bit integer.
+    I64,
+}
+
+/// What kind of numbers an element type holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ElementClass {
+    /// A floating-point type.
+    Float,
+    /// A signed integer type.
+    Int,
+    /// `i1`.
+    Bool,
+}
+
+impl ElementType {
+    /// Every element type, in the order the language reference lists them.
+    pub const ALL: [ElementType; 8] = [
+        ElementType::F32,
+        ElementType::F64,
+        ElementType::F16,
+        ElementType::BF16,
+        ElementType::I1,
+        ElementType::I8,
+        ElementType::I32,
+        ElementType::I64,
+    ];
+
+    /// The keyword (`f32`, `i1`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            ElementType::F32 => "f32",
+            ElementType::F64 => "f64",
+            ElementType::F16 => "f16",
+            ElementType::BF16 => "bf16",
+            ElementType::I1 => "i1",
+            ElementType::I8 => "i8",
+            ElementType::I32 => "i32",
+            ElementType::I64 => "i64",
+        }
+    }
+
+    /// Parses a keyword.
+    pub fn from_name(name: &str) -> Option<ElementType> {
+        ElementType::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// Float, int or bool.
+    pub fn class(self) -> ElementClass {
+        match self {
+            ElementType::F32 | ElementType::F64 | ElementType::F16 | ElementType::BF16 => {
+                ElementClass::Float
+            }
+            ElementType::I1 => ElementClass::Bool,
+            ElementType::I8 | ElementType::I32 | ElementType::I64 => ElementClass::Int,
+        }
+    }
+
+    /// True for floating-point types.
+    pub fn is_float(self) -> bool {
+        self.class() == ElementClass::Float
+    }
+
+    /// Size of one element in bits.
+    pub fn bit_width(self) -> u32 {
+        match self {
+            ElementType::I1 => 1,
+            ElementType::I8 => 8,
+            ElementType::F16 | ElementType::BF16 => 16,
+            ElementType::F32 | ElementType::I32 => 32,
+            ElementType::F64 | ElementType::I64 => 64,
+        }
+    }
+}
+
+impl fmt::Display for ElementType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A statically shaped tensor type, `tensor<4x8xf32>`; rank 0 is `tensor<f32>`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TensorType {
+    /// Extent of each dimension, outermost first.
+    pub shape: Vec<u64>,
+    /// The element type.
+    pub element: ElementType,
+}
+
+impl TensorType {
+    /// A tensor type of `shape` and `element`.
+    pub fn new(shape: Vec<u64>, element: ElementType) -> TensorType {
+        TensorType { shape, element }
+    }
+
+    /// Number of dimensions.
+    pub fn rank(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Number of elements, or `None` when it overflows `u64`.
+    pub fn num_elements(&self) -> Option<u64> {
+        self.shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d))
+    }
+
+    /// The same shape with another element type.
+    pub fn with_element(&self, element: ElementType) -> TensorType {
+        TensorType::new(self.shape.clone(), element)
+    }
+}
+
+impl fmt::Display for TensorType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("tensor<")?;
+        for d in &self.shape {
+            write!(f, "{d}x")?;
+        }
+        write!(f, "{}>", self.element)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prints_like_mlir() {
+        let t = TensorType::new(vec![4, 8], ElementType::BF16);
+        assert_eq!(t.to_string(), "tensor<4x8xbf16>");
+        assert_eq!(
+            TensorType::new(vec![], ElementType::I1).to_string(),
+            "tensor<i1>"
+        );
+        assert_eq!(t.num_elements(), Some(32));
+        assert_eq!(
+            TensorType::new(vec![u64::MAX, 2], ElementType::F32).num_elements(),
+            None
+        );
+    }
+}

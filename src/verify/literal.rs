@@ -1,0 +1,103 @@
+//! Written `dense<...>` literals to [`DenseValue`]s of a given tensor type: nesting that
+//! matches the shape, and elements that fit the element type.
+
+use crate::attr::{DenseValue, Scalar};
+use crate::diag::Diagnostic;
+use crate::number::parse_float;
+use crate::syntax::ast::{AstDense, AstLiteral, AstScalar, ScalarKind};
+use crate::types::{ElementClass, ElementType, TensorType};
+
+/// The value of `ast` as a tensor of type `ty`.
+pub fn dense_value(ast: &AstDense, ty: &TensorType) -> Result<DenseValue, Diagnostic> {
+    match &ast.body {
+        AstLiteral::Scalar(s) => scalar(s, ty.element).map(DenseValue::Splat),
+        list @ AstLiteral::List(..) => {
+            let mut elements = Vec::new();
+            nested(list, &ty.shape, ty, &mut elements)?;
+            Ok(DenseValue::Elements(elements))
+        }
+    }
+}
+
+/// Appends the elements of `ast`, which must have exactly `shape`, in row-major order.
+fn nested(
+    ast: &AstLiteral,
+    shape: &[u64],
+    ty: &TensorType,
+    out: &mut Vec<Scalar>,
+) -> Result<(), Diagnostic> {
+    let depth = ty.rank() - shape.len();
+    match (ast, shape.split_first()) {
+        (AstLiteral::Scalar(s), None) => {
+            out.push(scalar(s, ty.element)?);
+            Ok(())
+        }
+        (AstLiteral::List(items, span), Some((&dim, inner))) => {
+            if items.len() as u64 != dim {
+                return Err(Diagnostic::error(
+                    *span,
+                    format!(
+                        "dense literal has {} element{} at depth {depth}, but type {ty} has dimension {depth} of size {dim}",
+                        items.len(),
+                        if items.len() == 1 { "" } else { "s" }
+                    ),
+                ));
+            }
+            items.iter().try_for_each(|item| nested(item, inner, ty, out))
+        }
+        (AstLiteral::List(_, span), None) => Err(Diagnostic::error(
+            *span,
+            format!("dense literal nests deeper than the rank ({}) of type {ty}", ty.rank()),
+        )),
+        (AstLiteral::Scalar(s), Some(_)) => Err(Diagnostic::error(
+            s.span,
+            format!(
+                "dense literal has a scalar at depth {depth}, but type {ty} has rank {}; write a list, or one scalar alone for a splat",
+                ty.rank()
+            ),
+        )),
+    }
+}
+
+/// One element converted to `element`, or why it does not fit.
+fn scalar(ast: &AstScalar, element: ElementType) -> Result<Scalar, Diagnostic> {
+    let mismatch = |what: &str| {
+        Diagnostic::error(
+            ast.span,
+            format!(
+                "{what} literal ({}) is not a valid {element} element",
+                ast.text
+            ),
+        )
+    };
+    match (element.class(), ast.kind) {
+        (ElementClass::Float, ScalarKind::Float | ScalarKind::Int) => {
+            let value = parse_float(&ast.text, element).ok_or_else(|| mismatch("float"))?;
+            let literal_is_finite = !ast.text.contains("inf") && ast.text != "nan";
+            if value.is_infinite() && literal_is_finite {
+                return Err(Diagnostic::error(
+                    ast.span,
+                    format!("float literal ({}) overflows {element}", ast.text),
+                ));
+            }
+            Ok(Scalar::Float(value))
+        }
+        (ElementClass::Int, ScalarKind::Int) => {
+            let bits = element.bit_width();
+            let value = ast.text.parse::<i64>().ok().filter(|v| {
+                let (min, max) = (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1);
+                (min..=max).contains(&i128::from(*v))
+            });
+            value.map(Scalar::Int).ok_or_else(|| {
+                Diagnostic::error(
+                    ast.span,
+                    format!("integer literal ({}) does not fit in {element}", ast.text),
+                )
+            })
+        }
+        (ElementClass::Bool, ScalarKind::Bool) => Ok(Scalar::Bool(ast.text == "true")),
+        (_, ScalarKind::Float) => Err(mismatch("float")),
+        (_, ScalarKind::Int) => Err(mismatch("integer")),
+        (_, ScalarKind::Bool) => Err(mismatch("boolean")),
+    }
+}

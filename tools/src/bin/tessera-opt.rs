@@ -1,0 +1,9 @@
+//! `tessera-opt`: the opt-style driver (see `tessera_tools::opt`).
+
+use clap::Parser;
+use std::process::ExitCode;
+use tessera_tools::opt::{run_opt, OptArgs};
+
+fn main() -> ExitCode {
+    run_opt(&OptArgs::parse(), &mut std::io::stderr())
+}

@@ -1,0 +1,13 @@
+//! The tessera tools' shared code: the registry of every dialect and the drivers behind the
+//! thin binaries in `bin/`.
+
+pub mod opt;
+
+use tessera::dialect::Registry;
+
+/// A registry holding every dialect of tessera.
+pub fn registry() -> Registry {
+    Registry::new()
+        .with(&tessera_array::ARRAY)
+        .with(&tessera_nn::NN)
+}

@@ -1,0 +1,12 @@
+//! The integration suite (one binary, many modules): snapshots of every model and invalid
+//! input, round trips, generated modules, fuzzing, the CLI's contract, and the documentation
+//! and layering checks.
+
+mod cli;
+mod common;
+mod fuzz;
+mod generated;
+mod layering;
+mod reference_docs;
+mod roundtrip;
+mod snapshots;
