@@ -37,7 +37,11 @@ fn nearest_16_bit(value: f64, guess: u16, infinity_bits: u16, decode: impl Fn(u1
         decode(sign | infinity_bits)
     } else {
         let base = (guess & !SIGN).min(infinity_bits - 1);
-        let candidates = [base.saturating_sub(1), base, (base + 1).min(infinity_bits - 1)];
+        let candidates = [
+            base.saturating_sub(1),
+            base,
+            (base + 1).min(infinity_bits - 1),
+        ];
         let best = candidates
             .into_iter()
             .min_by(|&a, &b| {
@@ -48,7 +52,11 @@ fn nearest_16_bit(value: f64, guess: u16, infinity_bits: u16, decode: impl Fn(u1
         decode(sign | best)
     };
     // Keep the sign of zero.
-    if rounded == 0.0 { value.signum() * 0.0 } else { rounded }
+    if rounded == 0.0 {
+        value.signum() * 0.0
+    } else {
+        rounded
+    }
 }
 
 /// Parses float literal text (`1.5`, `-2.0e-3`, `inf`, `-inf`, `nan`) to the nearest value of
@@ -150,9 +158,13 @@ mod tests {
         assert_eq!(parse_float("1.00390625000001", BF16), Some(1.0078125));
         assert_eq!(parse_float("65519.99", F16), Some(65504.0));
         assert_eq!(parse_float("65520", F16), Some(f64::INFINITY));
-        assert_eq!(parse_float("-1e-9", F16).map(|v| v.to_bits()), Some((-0.0f64).to_bits()));
+        assert_eq!(
+            parse_float("-1e-9", F16).map(|v| v.to_bits()),
+            Some((-0.0f64).to_bits())
+        );
         // Just above and below every midpoint between neighbouring positive finite values.
-        let formats: [(ElementType, u16, fn(u16) -> f64); 2] = [
+        type Decode = fn(u16) -> f64;
+        let formats: [(ElementType, u16, Decode); 2] = [
             (F16, 0x7bff, |b| f16::from_bits(b).to_f64()),
             (BF16, 0x7f7f, |b| bf16::from_bits(b).to_f64()),
         ];
@@ -161,8 +173,16 @@ mod tests {
                 let (low, high) = (decode(bits), decode(bits + 1));
                 let mid = (low + high) / 2.0;
                 let step = (high - low) * 1e-6;
-                assert_eq!(round_to(mid + step, ty), high, "{ty}: above the midpoint after {bits:#x}");
-                assert_eq!(round_to(mid - step, ty), low, "{ty}: below the midpoint after {bits:#x}");
+                assert_eq!(
+                    round_to(mid + step, ty),
+                    high,
+                    "{ty}: above the midpoint after {bits:#x}"
+                );
+                assert_eq!(
+                    round_to(mid - step, ty),
+                    low,
+                    "{ty}: below the midpoint after {bits:#x}"
+                );
                 let even = if bits & 1 == 0 { low } else { high };
                 assert_eq!(round_to(mid, ty), even, "{ty}: tie after {bits:#x}");
             }

@@ -84,8 +84,24 @@ struct ModuleParser<'a> {
 
 impl<'a> ModuleParser<'a> {
     /// Parses `rule` at the current position; on success moves past it.
+    ///
+    /// pest's error construction scans from the error to the end of its input, so parsing
+    /// against the whole rest of the file would make many errors cost quadratic time. The
+    /// parser first sees a window that ends after the second line starting an item (a
+    /// statement, `}` or `func`); only when the error falls at the window's end (the window
+    /// cut a statement spread over lines) does it retry with the whole rest.
     fn parse(&mut self, rule: Rule) -> Result<Pair<'a, Rule>, Diagnostic> {
-        let text = &self.file.text()[self.pos..self.end];
+        let window = self.window_end();
+        match self.parse_until(rule, window) {
+            Err(diag) if window < self.end && diag.span.start >= window => {
+                self.parse_until(rule, self.end)
+            }
+            result => result,
+        }
+    }
+
+    fn parse_until(&mut self, rule: Rule, end: usize) -> Result<Pair<'a, Rule>, Diagnostic> {
+        let text = &self.file.text()[self.pos..end];
         match Grammar::parse(rule, text) {
             Ok(mut pairs) => {
                 let pair = pairs.next().expect("an entry rule yields one pair");
@@ -94,6 +110,29 @@ impl<'a> ModuleParser<'a> {
             }
             Err(error) => Err(syntax_error(&error, text, self.pos)),
         }
+    }
+
+    /// The end of the second line after the current one that starts an item.
+    fn window_end(&self) -> usize {
+        let text = &self.file.text()[..self.end];
+        let mut offset = self.pos;
+        let mut items = 0;
+        while let Some(newline) = text[offset..].find('\n') {
+            offset += newline + 1;
+            let line = text[offset..].trim_start_matches([' ', '\t', '\r']);
+            if ["%", "return", "}", "func"]
+                .iter()
+                .any(|start| line.starts_with(start))
+            {
+                items += 1;
+                if items == 2 {
+                    return text[offset..]
+                        .find('\n')
+                        .map_or(self.end, |n| offset + n + 1);
+                }
+            }
+        }
+        self.end
     }
 
     /// The next function; `None` at the end of the input, `Some(None)` after an error.
@@ -505,6 +544,18 @@ mod tests {
         );
         assert!(diags[1].starts_with("t.tsr:4:38: error: expected ',', 'return', '}', tensor type or value name (%name), found 'j'"), "{diags:?}");
         assert_eq!(module.funcs.len(), 1);
+    }
+
+    #[test]
+    fn statements_may_span_lines() {
+        let (module, diags) = parse(
+            "func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n  %y = test.op %a,\n    %a,\n    %a\n    {k = [1,\n 2]}\n  return %y\n}\n",
+        );
+        assert!(diags.is_empty(), "{diags:?}");
+        let AstStmt::Op(op) = &module.funcs[0].body[0] else {
+            panic!("an op")
+        };
+        assert_eq!((op.args.len(), op.attrs.len()), (3, 1));
     }
 
     #[test]

@@ -107,7 +107,11 @@ fn of_kind(value: Attribute, kind: AttrKind, ast: &AstAttrValue) -> Result<Attri
                 "must be {} {}, but is {} {} ({value})",
                 article(kind),
                 kind.describe(),
-                if value.kind_name() == "integer" { "an" } else { "a" },
+                if value.kind_name() == "integer" {
+                    "an"
+                } else {
+                    "a"
+                },
                 value.kind_name()
             ),
         ))

@@ -26,6 +26,9 @@ use crate::syntax::ast::*;
 use crate::types::TensorType;
 use std::collections::{BTreeMap, HashMap};
 
+/// How many names "did you mean" compares a misspelled one with.
+const SUGGESTION_CANDIDATES: usize = 256;
+
 /// Verifies `ast` against the ops of `registry`.
 pub fn verify(ast: &AstModule, registry: &Registry) -> Result<Module, Vec<Diagnostic>> {
     let mut diags = Vec::new();
@@ -273,7 +276,14 @@ impl FuncVerifier<'_> {
             )
             .with_note(def, "defined here"),
             _ => {
-                let known: Vec<String> = self.scope.keys().map(|k| format!("%{k}")).collect();
+                // The most recent definitions only: suggestions stay linear in the number of errors.
+                let known: Vec<String> = self
+                    .values
+                    .iter()
+                    .rev()
+                    .take(SUGGESTION_CANDIDATES)
+                    .map(|(name, _, _)| format!("%{name}"))
+                    .collect();
                 let hint =
                     did_you_mean(&format!("%{}", name.text), known.iter().map(String::as_str));
                 Diagnostic::error(
@@ -573,6 +583,7 @@ impl FuncVerifier<'_> {
             let known: Vec<String> = self
                 .ast_funcs
                 .iter()
+                .take(SUGGESTION_CANDIDATES)
                 .map(|f| format!("@{}", f.name.text))
                 .collect();
             let hint = did_you_mean(

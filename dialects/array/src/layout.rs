@@ -294,7 +294,10 @@ fn check_pad_value(ctx: &mut InferContext<'_>, element: ElementType) -> Option<(
             "overflows"
         }
     };
-    ctx.attr_error("value", format!("attribute 'value' ({value}) {problem} in {element}"))
+    ctx.attr_error(
+        "value",
+        format!("attribute 'value' ({value}) {problem} in {element}"),
+    )
 }
 
 /// `array.pad`.

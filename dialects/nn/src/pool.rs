@@ -60,7 +60,10 @@ impl OpDef for Pool {
         let window = [window[0] as u64, window[1] as u64];
         let strides = pair_or(ctx, "strides", window)?;
         if let Some(pads) = ctx.int_list("padding") {
-            let too_large = pads.iter().zip([window[0], window[0], window[1], window[1]]).find(|(&p, w)| p >= *w as i64);
+            let too_large = pads
+                .iter()
+                .zip([window[0], window[0], window[1], window[1]])
+                .find(|(&p, w)| p >= *w as i64);
             if let Some((pad, window)) = too_large {
                 ctx.attr_error("padding", format!("padding ({pad}) must be smaller than the window ({window}), so that every window overlaps the input"))?;
             }
