@@ -94,7 +94,18 @@ impl Diagnostic {
             .take(pos.col - 1)
             .map(|c| if c == '\t' { '\t' } else { ' ' })
             .collect();
-        let _ = writeln!(out, "{line}");
+        // Control characters (a NUL byte) would garble the terminal: show them as U+FFFD.
+        let shown: String = line
+            .chars()
+            .map(|c| {
+                if c.is_control() && c != '\t' {
+                    char::REPLACEMENT_CHARACTER
+                } else {
+                    c
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "{shown}");
         let _ = writeln!(out, "{indent}^{}", "~".repeat(width - 1));
         for note in &self.notes {
             note.render_into(file, out);

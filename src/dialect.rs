@@ -68,7 +68,7 @@ impl OpSchema {
         let min = self
             .operands
             .iter()
-            .filter(|o| o.arity == Arity::One)
+            .filter(|o| o.arity != Arity::Optional)
             .count();
         let max = if self.operands.iter().any(|o| o.arity == Arity::Variadic) {
             None

@@ -6,7 +6,7 @@
 
 use crate::attr::Attribute;
 use crate::diag::Diagnostic;
-use crate::dialect::{AttrDefault, OpSchema};
+use crate::dialect::{Arity, AttrDefault, OpSchema};
 use crate::source::Span;
 use crate::types::{ElementClass, ElementType, TensorType};
 use std::collections::BTreeMap;
@@ -129,13 +129,13 @@ impl<'a> InferContext<'a> {
         None
     }
 
-    /// The name operand `index` has in the schema (`x`, `bias`).
-    pub fn operand_name(&self, index: usize) -> &'static str {
-        let specs = self.schema.operands;
-        specs
-            .get(index)
-            .or(specs.last())
-            .map_or("operand", |s| s.name)
+    /// How messages name operand `index`: `operand 'x'` by its schema name, or `operand #2`
+    /// within a variadic list.
+    pub fn label(&self, index: usize) -> String {
+        match self.schema.operands.get(index) {
+            Some(spec) if spec.arity != Arity::Variadic => format!("operand '{}'", spec.name),
+            _ => format!("operand #{index}"),
+        }
     }
 
     /// Requires operand `index` to have an element type of `class`.
@@ -152,11 +152,11 @@ impl<'a> InferContext<'a> {
                 ElementClass::Bool => "i1",
             })
             .collect();
-        let name = self.operand_name(index);
+        let name = self.label(index);
         self.operand_error(
             index,
             format!(
-                "operand '{name}' must have {} elements, but has {element}",
+                "{name} must have {} elements, but has {element}",
                 wanted.join(" or ")
             ),
         )
@@ -168,13 +168,11 @@ impl<'a> InferContext<'a> {
         for &i in &indices[1..] {
             let other = self.operand(i).element;
             if other != first {
-                let (a, b) = (self.operand_name(indices[0]), self.operand_name(i));
+                let (a, b) = (self.label(indices[0]), self.label(i));
                 return self
                     .operand_error(
                         i,
-                        format!(
-                            "operand '{b}' element type ({other}) does not match operand '{a}' ({first})"
-                        ),
+                        format!("{b} element type ({other}) does not match {a} ({first})"),
                     )
                     .map(|_| first);
             }
@@ -188,10 +186,10 @@ impl<'a> InferContext<'a> {
         if actual == rank {
             return Some(());
         }
-        let name = self.operand_name(index);
+        let name = self.label(index);
         self.operand_error(
             index,
-            format!("operand '{name}' must have rank {rank} ({what}), but has rank {actual}"),
+            format!("{name} must have rank {rank} ({what}), but has rank {actual}"),
         )
     }
 
@@ -201,10 +199,10 @@ impl<'a> InferContext<'a> {
         if actual >= rank {
             return Some(());
         }
-        let name = self.operand_name(index);
+        let name = self.label(index);
         self.operand_error(
             index,
-            format!("operand '{name}' must have rank at least {rank}, but has rank {actual}"),
+            format!("{name} must have rank at least {rank}, but has rank {actual}"),
         )
     }
 
@@ -219,10 +217,12 @@ impl<'a> InferContext<'a> {
         if x == y {
             return Some(());
         }
-        let (na, nb) = (self.operand_name(a), self.operand_name(b));
+        let (na, nb) = (self.label(a), self.label(b));
         self.operand_error(
             b,
-            format!("{what}: operand '{nb}' dimension {dim_b} ({y}) does not match operand '{na}' dimension {dim_a} ({x})"),
+            format!(
+                "{what}: {nb} dimension {dim_b} ({y}) does not match {na} dimension {dim_a} ({x})"
+            ),
         )
     }
 
@@ -306,9 +306,9 @@ impl<'a> InferContext<'a> {
                 Some(s) => shape = s,
                 None => {
                     let first = TensorType::new(shape.clone(), self.operand(from).element);
-                    let (nf, ni) = (self.operand_name(from), self.operand_name(i));
+                    let (nf, ni) = (self.label(from), self.label(i));
                     let message = format!(
-                        "operand '{ni}' shape ({}) is not broadcast-compatible with operand '{nf}' ({})",
+                        "{ni} shape ({}) is not broadcast-compatible with {nf} ({})",
                         shape_text(other),
                         shape_text(&first.shape)
                     );

@@ -1,19 +1,28 @@
 //! "Did you mean ...?": the closest known names to a misspelled one.
 
-/// Levenshtein distance between `a` and `b`, in characters.
+/// Edit distance between `a` and `b` in characters: insertions, deletions, substitutions and
+/// transpositions of neighbours (`axsi` is one edit from `axis`).
 pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let substitution = diagonal + usize::from(ca != cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    // Three rows of the optimal-string-alignment table.
+    let mut before: Vec<usize> = vec![0; b.len() + 1];
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    let mut current = vec![0; b.len() + 1];
+    for i in 1..=a.len() {
+        current[0] = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            current[j] = (previous[j - 1] + cost)
+                .min(previous[j] + 1)
+                .min(current[j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                current[j] = current[j].min(before[j - 2] + 1);
+            }
         }
+        std::mem::swap(&mut before, &mut previous);
+        std::mem::swap(&mut previous, &mut current);
     }
-    row[b.len()]
+    previous[b.len()]
 }
 
 /// The candidates within a third of `name`'s length (at least 1, at most 3 edits), closest
@@ -48,7 +57,10 @@ mod tests {
 
     #[test]
     fn suggests_close_names() {
-        assert_eq!(edit_distance("relu", "reul"), 2);
+        assert_eq!(edit_distance("relu", "reul"), 1);
+        assert_eq!(edit_distance("axsi", "axis"), 1);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(
             did_you_mean("t.rleu", ["t.relu", "t.dense"]),
             "; did you mean 't.relu'?"

@@ -92,12 +92,20 @@ impl<'a> ModuleParser<'a> {
     /// cut a statement spread over lines) does it retry with the whole rest.
     fn parse(&mut self, rule: Rule) -> Result<Pair<'a, Rule>, Diagnostic> {
         let window = self.window_end();
-        match self.parse_until(rule, window) {
+        let result = match self.parse_until(rule, window) {
             Err(diag) if window < self.end && diag.span.start >= window => {
                 self.parse_until(rule, self.end)
             }
             result => result,
-        }
+        };
+        result.map_err(|mut diag| {
+            // At the end of the input, point just after the last text, on a line that exists.
+            if diag.span.start >= self.end {
+                let at = self.file.text()[..self.end].trim_end().len();
+                diag.span = Span::new(at, at);
+            }
+            diag
+        })
     }
 
     fn parse_until(&mut self, rule: Rule, end: usize) -> Result<Pair<'a, Rule>, Diagnostic> {
@@ -108,7 +116,12 @@ impl<'a> ModuleParser<'a> {
                 self.pos += pair.as_span().end();
                 Ok(pair)
             }
-            Err(error) => Err(syntax_error(&error, text, self.pos)),
+            Err(error) => Err(syntax_error(
+                &error,
+                text,
+                self.pos,
+                rule == Rule::body_item,
+            )),
         }
     }
 
@@ -135,12 +148,19 @@ impl<'a> ModuleParser<'a> {
         self.end
     }
 
+    /// True when nothing but whitespace and comments remains.
+    fn only_trivia_left(&self) -> bool {
+        let rest = &self.file.text()[self.pos..self.end];
+        skip_trivia(rest, 0) == rest.len()
+    }
+
     /// The next function; `None` at the end of the input, `Some(None)` after an error.
     fn next_func(&mut self) -> Option<Option<AstFunc>> {
         let base = self.pos;
         let item = match self.parse(Rule::top_item) {
             Ok(item) => item,
             Err(diag) => {
+                self.pos = diag.span.start.max(self.pos);
                 self.diags.push(diag);
                 self.skip_line(true);
                 return Some(None);
@@ -165,7 +185,7 @@ impl<'a> ModuleParser<'a> {
                 Err(diag) => {
                     self.pos = diag.span.start.max(self.pos);
                     self.diags.push(diag);
-                    if self.skip_line(false) {
+                    if self.only_trivia_left() || self.skip_line(false) {
                         return Some(Some(func));
                     }
                 }
@@ -194,33 +214,33 @@ impl<'a> ModuleParser<'a> {
     }
 }
 
-/// Converts a pest error into a diagnostic: what was expected at the farthest position.
-fn syntax_error(error: &pest::error::Error<Rule>, text: &str, base: usize) -> Diagnostic {
-    let mut expected = BTreeSet::new();
+/// Converts a pest error into a diagnostic: what was expected at the farthest position, or an
+/// unterminated string before it.
+///
+/// `in_body` says whether a statement is being parsed: only statements end at a line end.
+fn syntax_error(
+    error: &pest::error::Error<Rule>,
+    text: &str,
+    base: usize,
+    in_body: bool,
+) -> Diagnostic {
     let mut at = match error.location {
         InputLocation::Pos(p) | InputLocation::Span((p, _)) => p,
     };
+    let mut expected = BTreeSet::new();
+    let mut line_end_expected = false;
     if let Some(attempts) = error.parse_attempts() {
         at = attempts.max_position;
-        for stack in attempts.call_stacks() {
-            if let Some(name) = stack.deepest.get_rule().and_then(|r| rule_name(*r)) {
-                expected.insert(name.to_string());
-            }
-        }
+        // A newline is expected wherever whitespace may be; it ends a statement only when
+        // `stmt_end` itself was tried here.
+        line_end_expected = attempts.call_stacks().iter().any(|stack| {
+            stack.parent == Some(Rule::stmt_end)
+                || stack.deepest.get_rule() == Some(&Rule::stmt_end)
+        });
         for token in attempts.expected_tokens() {
-            // Punctuation only: words belong to the rules named above; sigils name their rule.
-            let token = token.to_string();
-            match token.as_str() {
-                "%" => expected.insert("value name (%name)".to_string()),
-                "@" => expected.insert("function name (@name)".to_string()),
-                t if !t.is_empty()
-                    && t.chars()
-                        .all(|c| c.is_ascii_punctuation() && !matches!(c, '-' | '/')) =>
-                {
-                    expected.insert(format!("'{t}'"))
-                }
-                _ => false,
-            };
+            if let Some(name) = token_name(&token.to_string()) {
+                expected.insert(name);
+            }
         }
     }
     if let pest::error::ErrorVariant::ParsingError { positives, .. } = &error.variant {
@@ -231,19 +251,80 @@ fn syntax_error(error: &pest::error::Error<Rule>, text: &str, base: usize) -> Di
                 .map(String::from),
         );
     }
+    if let Some(quote) = unterminated_string(&text[..at.min(text.len())]) {
+        let line_end = text[quote..].find('\n').map_or(text.len(), |n| quote + n);
+        return Diagnostic::error(
+            Span::new(base + quote, base + line_end),
+            "unterminated string",
+        );
+    }
+    at = skip_trivia(text, at);
+    // Newlines are expected wherever whitespace may be; "end of line" only helps after text
+    // on the same line (the statement could end there), and then covers end of input too.
+    let line_start = text[..at.min(text.len())].rfind('\n').map_or(0, |n| n + 1);
+    // A bracket is named by the construct it opens.
+    for (construct, bracket) in [("attributes ({...})", "'{'"), ("list", "'['")] {
+        if expected.contains(construct) {
+            expected.remove(bracket);
+        }
+    }
+    if !in_body || !line_end_expected || text[line_start..at.min(text.len())].trim().is_empty() {
+        expected.remove("end of line");
+    } else if expected.contains("end of line") {
+        expected.remove("end of input");
+    }
     let expected: Vec<String> = expected.into_iter().collect();
     let message = match expected.as_slice() {
         [] => "invalid syntax".to_string(),
         [one] => format!("expected {one}"),
         [init @ .., last] => format!("expected {} or {last}", init.join(", ")),
     };
-    at = skip_trivia(text, at);
     let message = match text.get(at..).and_then(|rest| rest.chars().next()) {
         None => format!("{message}, found end of input"),
-        Some(c) if c.is_whitespace() => message,
-        Some(c) => format!("{message}, found '{c}'"),
+        Some(c) => format!("{message}, found '{}'", c.escape_debug()),
     };
     Diagnostic::error(Span::new(base + at, base + at + 1), message)
+}
+
+/// How an expected literal token reads in a message: punctuation quoted, sigils as the names
+/// they start; `None` for words and identifier characters (their rules are named instead).
+fn token_name(token: &str) -> Option<String> {
+    match token {
+        "%" => Some("value name (%name)".into()),
+        "@" => Some("function name (@name)".into()),
+        "x" | "return" | "func" | "call" => Some(format!("'{token}'")),
+        "\n" => Some("end of line".into()),
+        t if !t.is_empty()
+            && t.chars()
+                .all(|c| c.is_ascii_punctuation() && !matches!(c, '-' | '/' | '$' | '.' | '_')) =>
+        {
+            Some(format!("'{t}'"))
+        }
+        _ => None,
+    }
+}
+
+/// The offset of a `"` in `text` whose string runs into the end of its line or of `text`
+/// (outside comments).
+fn unterminated_string(text: &str) -> Option<usize> {
+    let mut chars = text.char_indices().peekable();
+    let mut open = None;
+    while let Some((i, c)) = chars.next() {
+        match (open, c) {
+            (None, '/') if chars.peek().map(|&(_, n)| n) == Some('/') => {
+                chars.by_ref().find(|&(_, n)| n == '\n');
+            }
+            (None, '"') => open = Some(i),
+            (Some(_), '\\') => {
+                chars.next();
+            }
+            (Some(_), '"') => open = None,
+            (Some(quote), '\n') => return Some(quote),
+            _ => {}
+        }
+    }
+    // Parsing stopped inside the string.
+    open
 }
 
 /// The first position at or after `at` that is neither whitespace nor a comment.
@@ -274,6 +355,8 @@ fn rule_name(rule: Rule) -> Option<&'static str> {
             "tensor type"
         }
         Rule::dim => "dimension",
+        Rule::dim_sep => "'x'",
+        Rule::stmt_end => "end of line",
         Rule::element_type => "element type",
         Rule::attr_dict => "attributes ({...})",
         Rule::attr_entry | Rule::ident => "identifier",
@@ -283,7 +366,6 @@ fn rule_name(rule: Rule) -> Option<&'static str> {
         Rule::boolean => "boolean",
         Rule::string => "string",
         Rule::attr_list | Rule::dense_list => "list",
-        Rule::param | Rule::params => "parameter (%name: type)",
         _ => return None,
     })
 }
@@ -344,7 +426,8 @@ fn tensor_type(pair: Pair<'_, Rule>, base: usize) -> AstType {
     for part in pair.into_inner() {
         match part.as_rule() {
             Rule::dim => dims.push((part.as_str().to_string(), span(&part, base))),
-            _ => element = (part.as_str().to_string(), span(&part, base)),
+            Rule::element_type => element = (part.as_str().to_string(), span(&part, base)),
+            _ => {}
         }
     }
     AstType {
@@ -380,9 +463,15 @@ fn ret(pair: Pair<'_, Rule>, base: usize) -> AstReturn {
 
 fn op_stmt(pair: Pair<'_, Rule>, base: usize) -> AstOp {
     let whole = span(&pair, base);
-    let mut it = pair.into_inner();
-    let results = names(it.next().expect("op results"), base);
-    let expr = it.next().expect("op expression");
+    let mut results = Vec::new();
+    let mut expr = None;
+    for part in pair.into_inner() {
+        match part.as_rule() {
+            Rule::value_list => results = names(part, base),
+            _ => expr = Some(part),
+        }
+    }
+    let expr = expr.expect("an op statement has an expression");
     let mut op = AstOp {
         results,
         callee: AstCallee::Op(Name {
@@ -542,7 +631,10 @@ mod tests {
             diags[0].starts_with("t.tsr:3:3: error: expected tensor type, found '%'"),
             "{diags:?}"
         );
-        assert!(diags[1].starts_with("t.tsr:4:38: error: expected ',', 'return', '}', tensor type or value name (%name), found 'j'"), "{diags:?}");
+        assert!(
+            diags[1].starts_with("t.tsr:4:38: error: expected ',', '}' or end of line, found 'j'"),
+            "{diags:?}"
+        );
         assert_eq!(module.funcs.len(), 1);
     }
 

@@ -46,7 +46,10 @@ fn print_func(module: &Module, func: &Func, out: &mut String) {
     };
     for op in &func.ops {
         let result_types = type_list(op.results.iter().map(|&r| &func.value(r).ty));
-        let _ = write!(out, "  {} = ", value_list(&op.results));
+        out.push_str("  ");
+        if !op.results.is_empty() {
+            let _ = write!(out, "{} = ", value_list(&op.results));
+        }
         match op.kind {
             OpKind::Call(callee) => {
                 let _ = write!(
@@ -75,7 +78,10 @@ fn print_func(module: &Module, func: &Func, out: &mut String) {
                 }
             }
         }
-        let _ = writeln!(out, " : {result_types}");
+        if !op.results.is_empty() {
+            let _ = write!(out, " : {result_types}");
+        }
+        out.push('\n');
     }
     out.push_str("  return");
     if !func.returns.is_empty() {

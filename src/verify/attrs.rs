@@ -20,6 +20,7 @@ pub fn op_attributes(
 ) -> Option<BTreeMap<String, (Attribute, Span)>> {
     let name = schema.full_name();
     let mut attrs = BTreeMap::new();
+    let mut seen: BTreeMap<&str, Span> = BTreeMap::new();
     let errors_before = diags.len();
     for attr in written {
         let key = &attr.key.text;
@@ -36,10 +37,13 @@ pub fn op_attributes(
             ));
             continue;
         };
-        if let Some((_, first)) = attrs.get(key) {
+        if let Some(first) = seen.insert(key, attr.key.span) {
             diags.push(
-                Diagnostic::error(attr.key.span, format!("attribute '{key}' is given twice"))
-                    .with_note(*first, "first given here"),
+                Diagnostic::error(
+                    attr.key.span,
+                    format!("'{name}' attribute '{key}' is given twice"),
+                )
+                .with_note(first, "first given here"),
             );
             continue;
         }
@@ -50,23 +54,20 @@ pub fn op_attributes(
             }
             Err((at, problem)) => diags.push(Diagnostic::error(
                 at,
-                format!("attribute '{key}' of '{name}' {problem}"),
+                format!("'{name}' attribute '{key}' {problem}"),
             )),
         }
     }
     for spec in schema.attrs {
-        if matches!(spec.default, AttrDefault::Required) && !attrs.contains_key(spec.name) {
-            let written_key = written.iter().any(|a| a.key.text == spec.name);
-            if !written_key {
-                diags.push(Diagnostic::error(
-                    op_span,
-                    format!(
-                        "'{name}' requires attribute '{}' ({})",
-                        spec.name,
-                        spec.kind.describe()
-                    ),
-                ));
-            }
+        if matches!(spec.default, AttrDefault::Required) && !seen.contains_key(spec.name) {
+            diags.push(Diagnostic::error(
+                op_span,
+                format!(
+                    "'{name}' requires attribute '{}' ({})",
+                    spec.name,
+                    expectation(spec.kind)
+                ),
+            ));
         }
     }
     (diags.len() == errors_before).then_some(attrs)
@@ -84,9 +85,14 @@ fn value(ast: &AstAttrValue) -> Result<Attribute, Problem> {
                     format!("has an integer ({}) that does not fit in 64 bits", s.text),
                 )
             }),
-            ScalarKind::Float => parse_float(&s.text, ElementType::F64)
-                .map(Attribute::Float)
-                .ok_or((s.span, format!("has an invalid float ({})", s.text))),
+            ScalarKind::Float => match parse_float(&s.text, ElementType::F64) {
+                Some(v) if v.is_infinite() && !s.text.contains("inf") => Err((
+                    s.span,
+                    format!("has a float ({}) that overflows f64", s.text),
+                )),
+                Some(v) => Ok(Attribute::Float(v)),
+                None => Err((s.span, format!("has an invalid float ({})", s.text))),
+            },
             ScalarKind::Bool => Ok(Attribute::Bool(s.text == "true")),
         },
         AstAttrValue::Str(text, _) => Ok(Attribute::Str(text.clone())),
@@ -100,37 +106,16 @@ fn value(ast: &AstAttrValue) -> Result<Attribute, Problem> {
 
 /// Checks `value` against `kind`, converting integers to floats where a float is expected.
 fn of_kind(value: Attribute, kind: AttrKind, ast: &AstAttrValue) -> Result<Attribute, Problem> {
-    let wrong = |value: &Attribute| {
-        Err((
-            ast.span(),
-            format!(
-                "must be {} {}, but is {} {} ({value})",
-                article(kind),
-                kind.describe(),
-                if value.kind_name() == "integer" {
-                    "an"
-                } else {
-                    "a"
-                },
-                value.kind_name()
-            ),
-        ))
-    };
     match (kind, value) {
         (AttrKind::Int, v @ Attribute::Int(_)) => Ok(v),
         (AttrKind::Float, Attribute::Int(v)) => Ok(Attribute::Float(v as f64)),
         (AttrKind::Float | AttrKind::Number, v @ Attribute::Float(_)) => Ok(v),
         (AttrKind::Number, v @ Attribute::Int(_)) => Ok(v),
         (AttrKind::Bool, v @ Attribute::Bool(_)) => Ok(v),
-        (AttrKind::Enum(names) | AttrKind::IntListOrEnum(names), Attribute::Str(s)) => {
-            if names.contains(&s.as_str()) {
-                Ok(Attribute::Str(s))
-            } else {
-                Err((
-                    ast.span(),
-                    format!("must be one of {}, but is \"{s}\"", kind_names(names)),
-                ))
-            }
+        (AttrKind::Enum(names) | AttrKind::IntListOrEnum(names), Attribute::Str(s))
+            if names.contains(&s.as_str()) =>
+        {
+            Ok(Attribute::Str(s))
         }
         (AttrKind::IntList | AttrKind::IntListOrEnum(_), Attribute::List(items)) => {
             match items.iter().position(|i| i.as_int().is_none()) {
@@ -150,22 +135,42 @@ fn of_kind(value: Attribute, kind: AttrKind, ast: &AstAttrValue) -> Result<Attri
                 }
             }
         }
-        (_, v) => wrong(&v),
+        (_, v) => {
+            let article = if matches!(v, Attribute::Int(_)) {
+                "an"
+            } else {
+                "a"
+            };
+            Err((
+                ast.span(),
+                format!(
+                    "must be {}, but is {article} {} ({v})",
+                    expectation(kind),
+                    v.kind_name()
+                ),
+            ))
+        }
     }
 }
 
-fn kind_names(names: &[&str]) -> String {
-    names
-        .iter()
-        .map(|n| format!("\"{n}\""))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn article(kind: AttrKind) -> &'static str {
+/// What an attribute of `kind` must be, as the end of "must be ...".
+fn expectation(kind: AttrKind) -> String {
+    let quoted = |names: &[&str]| {
+        names
+            .iter()
+            .map(|n| format!("\"{n}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     match kind {
-        AttrKind::Int => "an",
-        AttrKind::Enum(_) => "one of",
-        _ => "a",
+        AttrKind::Int => "an integer".into(),
+        AttrKind::Float => "a float".into(),
+        AttrKind::Number => "a number".into(),
+        AttrKind::Bool => "a boolean".into(),
+        AttrKind::Enum(names) => format!("one of {}", quoted(names)),
+        AttrKind::IntList => "a list of integers".into(),
+        AttrKind::IntListOrEnum(names) => {
+            format!("a list of integers or one of {}", quoted(names))
+        }
     }
 }

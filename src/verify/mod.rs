@@ -46,7 +46,7 @@ pub fn verify(ast: &AstModule, registry: &Registry) -> Result<Module, Vec<Diagno
                 scope: HashMap::new(),
                 diags: &mut diags,
             }
-            .verify(func, sig.as_ref()?)
+            .verify(func, sig)
         })
         .collect();
     check_call_cycles(ast, &funcs, &mut diags);
@@ -63,12 +63,26 @@ pub fn verify(ast: &AstModule, registry: &Registry) -> Result<Module, Vec<Diagno
 
 /// A function's parameter and result types, as declared.
 struct Signature {
-    params: Vec<(TensorType, Span)>,
-    results: Vec<TensorType>,
+    /// Each parameter's type; `None` where the written type is invalid (already reported).
+    params: Vec<Option<TensorType>>,
+    /// The result types; `None` when one is invalid.
+    results: Option<Vec<TensorType>>,
 }
 
-/// Each function's signature (`None` when a type in it is invalid); reports duplicate names.
-fn signatures(ast: &AstModule, diags: &mut Vec<Diagnostic>) -> Vec<Option<Signature>> {
+impl Signature {
+    /// The parameter and result types, when all are valid.
+    fn complete(&self) -> Option<(Vec<&TensorType>, &[TensorType])> {
+        let params = self
+            .params
+            .iter()
+            .map(Option::as_ref)
+            .collect::<Option<Vec<_>>>()?;
+        Some((params, self.results.as_deref()?))
+    }
+}
+
+/// Each function's signature; reports invalid types and duplicate names.
+fn signatures(ast: &AstModule, diags: &mut Vec<Diagnostic>) -> Vec<Signature> {
     let mut seen: HashMap<&str, Span> = HashMap::new();
     ast.funcs
         .iter()
@@ -85,17 +99,17 @@ fn signatures(ast: &AstModule, diags: &mut Vec<Diagnostic>) -> Vec<Option<Signat
             let params = func
                 .params
                 .iter()
-                .map(|p| report(types::tensor_type(&p.ty), diags).map(|t| (t, p.name.span)))
-                .collect::<Vec<_>>();
+                .map(|p| report(types::tensor_type(&p.ty), diags))
+                .collect();
             let results = func
                 .results
                 .iter()
                 .map(|t| report(types::tensor_type(t), diags))
                 .collect::<Vec<_>>();
-            Some(Signature {
-                params: params.into_iter().collect::<Option<_>>()?,
-                results: results.into_iter().collect::<Option<_>>()?,
-            })
+            Signature {
+                params,
+                results: results.into_iter().collect(),
+            }
         })
         .collect()
 }
@@ -171,7 +185,7 @@ fn check_call_cycles(ast: &AstModule, funcs: &[Option<Func>], diags: &mut Vec<Di
 struct FuncVerifier<'a> {
     registry: &'a Registry,
     ast_funcs: &'a [AstFunc],
-    signatures: &'a [Option<Signature>],
+    signatures: &'a [Signature],
     /// Every value defined so far; `None` type when its defining op failed to verify.
     values: Vec<(String, Option<TensorType>, Span)>,
     scope: HashMap<String, ValueId>,
@@ -186,7 +200,7 @@ impl FuncVerifier<'_> {
             .params
             .iter()
             .zip(&sig.params)
-            .map(|(p, (ty, _))| self.define(&p.name, Some(ty.clone())))
+            .map(|(p, ty)| self.define(&p.name, ty.clone()))
             .collect();
         let mut ops = Vec::new();
         let mut returns = None;
@@ -219,7 +233,8 @@ impl FuncVerifier<'_> {
             ));
             return None;
         };
-        if self.diags.len() != errors_before {
+        // An invalid signature was reported when signatures were read.
+        if self.diags.len() != errors_before || sig.complete().is_none() {
             return None;
         }
         let values = self
@@ -234,7 +249,7 @@ impl FuncVerifier<'_> {
         Some(Func {
             name: func.name.text.clone(),
             params,
-            result_types: sig.results.clone(),
+            result_types: sig.results.clone()?,
             ops,
             returns: returns?,
             values,
@@ -361,7 +376,10 @@ impl FuncVerifier<'_> {
         if op.results.len() == produced {
             return Some(());
         }
-        let span = op.results[0].span.to(op.results[op.results.len() - 1].span);
+        let span = match (op.results.first(), op.results.last()) {
+            (Some(first), Some(last)) => first.span.to(last.span),
+            _ => op.span,
+        };
         self.diags.push(Diagnostic::error(
             span,
             format!(
@@ -450,11 +468,10 @@ impl FuncVerifier<'_> {
                 self.diags.push(Diagnostic::error(
                     span,
                     format!(
-                        "'{full}' has {} result{}, but {} type{} written",
+                        "'{full}' has {} result{}, but {}",
                         schema.results,
                         plural(schema.results),
-                        w.len(),
-                        if w.len() == 1 { " is" } else { "s are" }
+                        written_count(w.len())
                     ),
                 ));
                 return None;
@@ -502,7 +519,7 @@ impl FuncVerifier<'_> {
             .into_iter()
             .map(|ty| ctx.check_extent(ty))
             .collect::<Option<Vec<_>>>()?;
-        self.check_written(written.as_deref(), &inferred)?;
+        self.check_written(written.as_deref(), &inferred, "the inferred type")?;
         Some((
             Operation {
                 kind: OpKind::Dialect(def),
@@ -540,18 +557,20 @@ impl FuncVerifier<'_> {
         None
     }
 
-    /// Compares written result types with inferred ones, reporting each difference.
+    /// Compares written result types with `expected` ones (`what` names where those come
+    /// from), reporting each difference.
     fn check_written(
         &mut self,
         written: Option<&[(TensorType, Span)]>,
-        inferred: &[TensorType],
+        expected: &[TensorType],
+        what: &str,
     ) -> Option<()> {
         let mut ok = true;
-        for ((ty, span), inferred) in written.unwrap_or_default().iter().zip(inferred) {
-            if ty != inferred {
+        for ((ty, span), expected) in written.unwrap_or_default().iter().zip(expected) {
+            if ty != expected {
                 self.diags.push(Diagnostic::error(
                     *span,
-                    format!("result type ({ty}) does not match the inferred type ({inferred})"),
+                    format!("result type ({ty}) does not match {what} ({expected})"),
                 ));
                 ok = false;
             }
@@ -597,16 +616,16 @@ impl FuncVerifier<'_> {
             return None;
         };
         let defined_here = self.ast_funcs[target].name.span;
-        let sig = self.signatures[target].as_ref()?;
+        let (params, results) = self.signatures[target].complete()?;
         let quoted = format!("call to '@{}'", callee.text);
-        if args.len() != sig.params.len() {
+        if args.len() != params.len() {
             self.diags.push(
                 Diagnostic::error(
                     callee.span,
                     format!(
                         "{quoted} expects {} operand{}, but got {}",
-                        sig.params.len(),
-                        plural(sig.params.len()),
+                        params.len(),
+                        plural(params.len()),
                         args.len()
                     ),
                 )
@@ -614,10 +633,10 @@ impl FuncVerifier<'_> {
             );
             return None;
         }
-        self.check_result_count(op, &quoted, sig.results.len())?;
+        self.check_result_count(op, &quoted, results.len())?;
         let operands = operands?;
         let mut ok = true;
-        for (i, ((_, ty, span), (param, _))) in operands.iter().zip(&sig.params).enumerate() {
+        for (i, ((_, ty, span), &param)) in operands.iter().zip(&params).enumerate() {
             if ty != param {
                 self.diags.push(
                     Diagnostic::error(
@@ -631,21 +650,20 @@ impl FuncVerifier<'_> {
         }
         let written = self.written_types(&op.types)?;
         if let Some(w) = &written {
-            if w.len() != sig.results.len() {
+            if w.len() != results.len() {
                 self.diags.push(Diagnostic::error(
-                    w[0].1,
+                    w[0].1.to(w[w.len() - 1].1),
                     format!(
-                        "{quoted} returns {} value{}, but {} type{} written",
-                        sig.results.len(),
-                        plural(sig.results.len()),
-                        w.len(),
-                        plural(w.len())
+                        "{quoted} returns {} value{}, but {}",
+                        results.len(),
+                        plural(results.len()),
+                        written_count(w.len())
                     ),
                 ));
                 return None;
             }
         }
-        self.check_written(written.as_deref(), &sig.results)?;
+        self.check_written(written.as_deref(), results, "the callee's result type")?;
         ok.then(|| {
             (
                 Operation {
@@ -656,7 +674,7 @@ impl FuncVerifier<'_> {
                     results: Vec::new(),
                     span: op.span,
                 },
-                sig.results.clone(),
+                results.to_vec(),
             )
         })
     }
@@ -671,7 +689,8 @@ impl FuncVerifier<'_> {
     ) -> Option<Vec<ValueId>> {
         let names: Vec<&Name> = ret.values.iter().collect();
         let values = self.use_values(&names, index, later_defs)?;
-        if values.len() != sig.results.len() {
+        let results = sig.results.as_ref()?;
+        if values.len() != results.len() {
             self.diags.push(
                 Diagnostic::error(
                     ret.span,
@@ -680,7 +699,7 @@ impl FuncVerifier<'_> {
                         values.len(),
                         plural(values.len()),
                         func.name.text,
-                        sig.results.len()
+                        results.len()
                     ),
                 )
                 .with_note(func.span, "function declared here"),
@@ -688,7 +707,7 @@ impl FuncVerifier<'_> {
             return None;
         }
         let mut ok = true;
-        for (i, ((_, ty, span), expected)) in values.iter().zip(&sig.results).enumerate() {
+        for (i, ((_, ty, span), expected)) in values.iter().zip(results).enumerate() {
             if ty != expected {
                 self.diags.push(
                     Diagnostic::error(
@@ -706,13 +725,12 @@ impl FuncVerifier<'_> {
         if let Some(types) = self.written_types(&ret.types)? {
             if types.len() != values.len() {
                 self.diags.push(Diagnostic::error(
-                    types[0].1,
+                    types[0].1.to(types[types.len() - 1].1),
                     format!(
-                        "'return' has {} operand{}, but {} type{} written",
+                        "'return' has {} operand{}, but {}",
                         values.len(),
                         plural(values.len()),
-                        types.len(),
-                        plural(types.len())
+                        written_count(types.len())
                     ),
                 ));
                 return None;
@@ -743,6 +761,14 @@ fn definitions(func: &AstFunc) -> HashMap<&str, (usize, Span)> {
         }
     }
     defs
+}
+
+/// `1 type is written`, `2 types are written`.
+fn written_count(n: usize) -> String {
+    match n {
+        1 => "1 type is written".into(),
+        n => format!("{n} types are written"),
+    }
 }
 
 fn plural(n: usize) -> &'static str {

@@ -1,5 +1,6 @@
 //! `nn.attention`: scaled dot-product attention.
 
+use tessera::attr::Attribute;
 use tessera::dialect::{
     Arity, AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema, OperandSpec,
 };
@@ -49,11 +50,11 @@ impl OpDef for Attention {
         let (q, k, v) = (ctx.operand(0), ctx.operand(1), ctx.operand(2));
         for (i, t) in [(1, k), (2, v)] {
             if t.shape[..rank - 2] != q.shape[..rank - 2] {
-                let name = ctx.operand_name(i);
+                let name = ctx.label(i);
                 ctx.operand_error(
                     i,
                     format!(
-                        "batch dimensions of '{name}' ({}) differ from those of 'q' ({})",
+                        "batch dimensions of {name} ({}) differ from those of operand 'q' ({})",
                         shape_text(&t.shape[..rank - 2]),
                         shape_text(&q.shape[..rank - 2])
                     ),
@@ -74,7 +75,10 @@ impl OpDef for Attention {
             if !scale.is_finite() {
                 ctx.attr_error(
                     "scale",
-                    format!("attribute 'scale' ({scale}) must be finite"),
+                    format!(
+                        "attribute 'scale' ({}) must be finite",
+                        Attribute::Float(scale)
+                    ),
                 )?;
             }
         }

@@ -1,6 +1,6 @@
 //! `nn.conv2d`: 2-d convolution, NHWC input and HWCF filter.
 
-use crate::window::window_geometry;
+use crate::window::{window_geometry, WindowError};
 use tessera::attr::Attribute;
 use tessera::dialect::{
     Arity, AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema, OperandSpec,
@@ -46,9 +46,20 @@ pub fn pair_or(ctx: &mut InferContext<'_>, name: &str, absent: [u64; 2]) -> Opti
     Some([values[0] as u64, values[1] as u64])
 }
 
-/// The resolved geometry, reported at `padding` when there is none.
+/// Where a window that does not fit is reported: the filter operand, or the window attribute.
+#[derive(Clone, Copy)]
+pub enum WindowSource {
+    /// The window is the shape of this operand.
+    Operand(usize),
+    /// The window is this attribute.
+    Attr(&'static str),
+}
+
+/// The resolved output size; a malformed padding is reported at `padding`, a window that does
+/// not fit at `source`.
 pub fn geometry(
     ctx: &mut InferContext<'_>,
+    source: WindowSource,
     input: [u64; 2],
     window: [u64; 2],
     strides: [u64; 2],
@@ -59,7 +70,12 @@ pub fn geometry(
         .unwrap_or(Attribute::Str("valid".into()));
     match window_geometry(&padding, input, window, strides, dilations) {
         Ok(g) => Some(g.output),
-        Err(message) => ctx.attr_error("padding", message).map(|_| [0, 0]),
+        Err(WindowError::Padding(message)) => ctx.attr_error("padding", message).map(|_| [0, 0]),
+        Err(WindowError::TooLarge(message)) => match source {
+            WindowSource::Operand(index) => ctx.operand_error(index, message),
+            WindowSource::Attr(name) => ctx.attr_error(name, message),
+        }
+        .map(|_| [0, 0]),
     }
 }
 
@@ -87,6 +103,7 @@ impl OpDef for Conv2d {
         }
         let [h, wd] = geometry(
             ctx,
+            WindowSource::Operand(1),
             [x.shape[1], x.shape[2]],
             [w.shape[0], w.shape[1]],
             strides,

@@ -1,5 +1,6 @@
 //! Normalization layers: layer_norm (over trailing axes) and batch_norm (inference form).
 
+use tessera::attr::Attribute;
 use tessera::dialect::{
     Arity, AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema, OperandSpec,
 };
@@ -14,7 +15,10 @@ fn check_epsilon(ctx: &mut InferContext<'_>) -> Option<()> {
     }
     ctx.attr_error(
         "epsilon",
-        format!("attribute 'epsilon' ({epsilon}) must be finite and non-negative"),
+        format!(
+            "attribute 'epsilon' ({}) must be finite and non-negative",
+            Attribute::Float(epsilon)
+        ),
     )
 }
 
@@ -29,9 +33,9 @@ fn require_shape(
     if actual == shape {
         return Some(());
     }
-    let name = ctx.operand_name(index);
+    let name = ctx.label(index);
     let message = format!(
-        "operand '{name}' shape ({}) must be ({}), {what}",
+        "{name} shape ({}) must be ({}), {what}",
         shape_text(actual),
         shape_text(shape)
     );

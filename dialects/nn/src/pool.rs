@@ -1,6 +1,6 @@
 //! 2-d pooling over NHWC inputs: max_pool2d and avg_pool2d.
 
-use crate::conv::{geometry, pair_or, PADDING_KEYWORDS};
+use crate::conv::{geometry, pair_or, WindowSource, PADDING_KEYWORDS};
 use crate::X;
 use tessera::dialect::{AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema};
 use tessera::infer::InferContext;
@@ -69,7 +69,14 @@ impl OpDef for Pool {
             }
         }
         let x = ctx.operand(0);
-        let [h, w] = geometry(ctx, [x.shape[1], x.shape[2]], window, strides, [1, 1])?;
+        let [h, w] = geometry(
+            ctx,
+            WindowSource::Attr("window"),
+            [x.shape[1], x.shape[2]],
+            window,
+            strides,
+            [1, 1],
+        )?;
         Some(vec![TensorType::new(
             vec![x.shape[0], h, w, x.shape[3]],
             x.element,

@@ -12,6 +12,15 @@ pub struct WindowGeometry {
     pub output: [u64; 2],
 }
 
+/// Why a window has no output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WindowError {
+    /// The padding attribute is malformed.
+    Padding(String),
+    /// The window does not fit in the padded input.
+    TooLarge(String),
+}
+
 /// Resolves `padding` for an input of `input` (H, W) under a window of `window` (H, W) with
 /// `strides` and `dilations`, or says why no output exists.
 ///
@@ -24,7 +33,7 @@ pub fn window_geometry(
     window: [u64; 2],
     strides: [u64; 2],
     dilations: [u64; 2],
-) -> Result<WindowGeometry, String> {
+) -> Result<WindowGeometry, WindowError> {
     // u128 arithmetic: sizes and attributes are each below 2^63, so nothing here overflows.
     let effective = |i: usize| u128::from(window[i] - 1) * u128::from(dilations[i]) + 1;
     let wide = |v: u64| u128::from(v);
@@ -35,22 +44,24 @@ pub fn window_geometry(
                 let out = wide(input[i].div_ceil(strides[i]));
                 let total = ((out.max(1) - 1) * wide(strides[i]) + effective(i))
                     .saturating_sub(wide(input[i]));
-                pads[2 * i] =
-                    u64::try_from(total / 2).map_err(|_| "padding overflows".to_string())?;
-                pads[2 * i + 1] = u64::try_from(total - total / 2)
-                    .map_err(|_| "padding overflows".to_string())?;
+                let overflow = |_| WindowError::Padding("padding overflows".into());
+                pads[2 * i] = u64::try_from(total / 2).map_err(overflow)?;
+                pads[2 * i + 1] = u64::try_from(total - total / 2).map_err(overflow)?;
             }
             pads
         }
         Attribute::List(items) => {
             let values: Vec<i64> = items.iter().filter_map(Attribute::as_int).collect();
             if values.len() != 4 {
-                return Err(format!("attribute 'padding' must have 4 elements [top, bottom, left, right], but has {}", items.len()));
+                return Err(WindowError::Padding(format!(
+                    "attribute 'padding' must have 4 elements [top, bottom, left, right], but has {}",
+                    items.len()
+                )));
             }
             if let Some(bad) = values.iter().find(|&&v| v < 0) {
-                return Err(format!(
+                return Err(WindowError::Padding(format!(
                     "attribute 'padding' must be non-negative, but has {bad}"
-                ));
+                )));
             }
             [
                 values[0] as u64,
@@ -66,13 +77,16 @@ pub fn window_geometry(
         let padded = wide(input[i]) + wide(pads[2 * i]) + wide(pads[2 * i + 1]);
         if padded < effective(i) {
             let dim = ["height", "width"][i];
-            return Err(format!(
-                "window {dim} ({}, dilated) exceeds the padded input {dim} ({padded})",
-                effective(i)
-            ));
+            let size = match dilations[i] {
+                1 => window[i].to_string(),
+                _ => format!("{}, dilated from {}", effective(i), window[i]),
+            };
+            return Err(WindowError::TooLarge(format!(
+                "window {dim} ({size}) exceeds the padded input {dim} ({padded})"
+            )));
         }
         output[i] = u64::try_from((padded - effective(i)) / wide(strides[i]) + 1)
-            .map_err(|_| "output size overflows".to_string())?;
+            .map_err(|_| WindowError::Padding("output size overflows".into()))?;
     }
     Ok(WindowGeometry {
         padding: pads,

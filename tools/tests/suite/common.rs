@@ -9,7 +9,10 @@ use tessera_tools::registry;
 
 /// The repository root.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tools/ is inside the repository")
+        .to_path_buf()
 }
 
 /// The `.tsr` files directly in `dir` (relative to the root), sorted.
