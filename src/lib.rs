@@ -5,6 +5,7 @@
 pub mod attr;
 pub mod diag;
 pub mod dialect;
+pub mod exec;
 pub mod expected_diagnostics;
 pub mod frontend;
 pub mod infer;

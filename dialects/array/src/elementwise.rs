@@ -86,19 +86,49 @@ const LHS_RHS: &[OperandSpec] = &[
     },
 ];
 
+/// The ops of the `Unary` family, so that evaluation and conversion match on a type, not
+/// on names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnaryKind {
+    /// `neg`.
+    Neg,
+    /// `abs`.
+    Abs,
+    /// `exp`.
+    Exp,
+    /// `log`.
+    Log,
+    /// `sqrt`.
+    Sqrt,
+    /// `rsqrt`.
+    Rsqrt,
+    /// `tanh`.
+    Tanh,
+    /// `erf`.
+    Erf,
+    /// `floor`.
+    Floor,
+    /// `ceil`.
+    Ceil,
+}
+
 /// A unary elementwise op: the result has the operand's type.
 pub struct Unary {
+    /// Which op of the family this is.
+    pub kind: UnaryKind,
     schema: OpSchema,
     classes: &'static [ElementClass],
 }
 
 const fn unary(
+    kind: UnaryKind,
     name: &'static str,
     summary: &'static str,
     description: &'static str,
     elements: Elements,
 ) -> Unary {
     Unary {
+        kind,
         schema: OpSchema {
             dialect: "array",
             name,
@@ -127,6 +157,7 @@ impl OpDef for Unary {
 
 /// `-x`.
 pub static NEG: Unary = unary(
+    UnaryKind::Neg,
     "neg",
     "Negation, elementwise.",
     "`y = -x`. Integers wrap on overflow (`-(-128)` is `-128` in i8).",
@@ -134,6 +165,7 @@ pub static NEG: Unary = unary(
 );
 /// `|x|`.
 pub static ABS: Unary = unary(
+    UnaryKind::Abs,
     "abs",
     "Absolute value, elementwise.",
     "`y = |x|`. Integers wrap on overflow (`|-128|` is `-128` in i8).",
@@ -141,6 +173,7 @@ pub static ABS: Unary = unary(
 );
 /// `e^x`.
 pub static EXP: Unary = unary(
+    UnaryKind::Exp,
     "exp",
     "Natural exponential, elementwise.",
     "`y = e^x`; overflows to `inf`.",
@@ -148,6 +181,7 @@ pub static EXP: Unary = unary(
 );
 /// `ln x`.
 pub static LOG: Unary = unary(
+    UnaryKind::Log,
     "log",
     "Natural logarithm, elementwise.",
     "`y = ln(x)`; `ln(0) = -inf`, negative `x` gives NaN.",
@@ -155,6 +189,7 @@ pub static LOG: Unary = unary(
 );
 /// `sqrt x`.
 pub static SQRT: Unary = unary(
+    UnaryKind::Sqrt,
     "sqrt",
     "Square root, elementwise.",
     "`y = sqrt(x)`; negative `x` gives NaN.",
@@ -162,6 +197,7 @@ pub static SQRT: Unary = unary(
 );
 /// `1 / sqrt x`.
 pub static RSQRT: Unary = unary(
+    UnaryKind::Rsqrt,
     "rsqrt",
     "Reciprocal square root, elementwise.",
     "`y = 1 / sqrt(x)`; `rsqrt(0) = inf`.",
@@ -169,6 +205,7 @@ pub static RSQRT: Unary = unary(
 );
 /// `tanh x`.
 pub static TANH: Unary = unary(
+    UnaryKind::Tanh,
     "tanh",
     "Hyperbolic tangent, elementwise.",
     "`y = tanh(x)`, in `[-1, 1]`.",
@@ -176,6 +213,7 @@ pub static TANH: Unary = unary(
 );
 /// `erf x`.
 pub static ERF: Unary = unary(
+    UnaryKind::Erf,
     "erf",
     "Gauss error function, elementwise.",
     "`y = erf(x) = 2/sqrt(pi) * integral from 0 to x of e^(-t^2) dt`.",
@@ -183,6 +221,7 @@ pub static ERF: Unary = unary(
 );
 /// `floor x`.
 pub static FLOOR: Unary = unary(
+    UnaryKind::Floor,
     "floor",
     "Round toward negative infinity, elementwise.",
     "`y = floor(x)`, the largest integer value not above `x`.",
@@ -190,26 +229,51 @@ pub static FLOOR: Unary = unary(
 );
 /// `ceil x`.
 pub static CEIL: Unary = unary(
+    UnaryKind::Ceil,
     "ceil",
     "Round toward positive infinity, elementwise.",
     "`y = ceil(x)`, the smallest integer value not below `x`.",
     FLOAT,
 );
 
+/// The ops of the `Binary` family, so that evaluation and conversion match on a type, not
+/// on names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinaryKind {
+    /// `add`.
+    Add,
+    /// `sub`.
+    Sub,
+    /// `mul`.
+    Mul,
+    /// `div`.
+    Div,
+    /// `max`.
+    Max,
+    /// `min`.
+    Min,
+    /// `pow`.
+    Pow,
+}
+
 /// A binary elementwise op with numpy broadcasting: the result has the broadcast shape and
 /// the operands' (shared) element type.
 pub struct Binary {
+    /// Which op of the family this is.
+    pub kind: BinaryKind,
     schema: OpSchema,
     classes: &'static [ElementClass],
 }
 
 const fn binary(
+    kind: BinaryKind,
     name: &'static str,
     summary: &'static str,
     description: &'static str,
     elements: Elements,
 ) -> Binary {
     Binary {
+        kind,
         schema: OpSchema {
             dialect: "array",
             name,
@@ -239,9 +303,10 @@ impl OpDef for Binary {
 }
 
 /// `lhs + rhs`.
-pub static ADD: Binary = binary("add", "Addition, elementwise, with numpy broadcasting.", "`y = lhs + rhs`. Shapes broadcast as in numpy: aligned on the right, each pair of dimensions equal or one of them 1. Integers wrap on overflow.", NUMERIC);
+pub static ADD: Binary = binary(BinaryKind::Add, "add", "Addition, elementwise, with numpy broadcasting.", "`y = lhs + rhs`. Shapes broadcast as in numpy: aligned on the right, each pair of dimensions equal or one of them 1. Integers wrap on overflow.", NUMERIC);
 /// `lhs - rhs`.
 pub static SUB: Binary = binary(
+    BinaryKind::Sub,
     "sub",
     "Subtraction, elementwise, with numpy broadcasting.",
     "`y = lhs - rhs`, broadcasting as `array.add`. Integers wrap on overflow.",
@@ -249,15 +314,17 @@ pub static SUB: Binary = binary(
 );
 /// `lhs * rhs`.
 pub static MUL: Binary = binary(
+    BinaryKind::Mul,
     "mul",
     "Multiplication, elementwise, with numpy broadcasting.",
     "`y = lhs * rhs`, broadcasting as `array.add`. Integers wrap on overflow.",
     NUMERIC,
 );
 /// `lhs / rhs`.
-pub static DIV: Binary = binary("div", "Division, elementwise, with numpy broadcasting.", "`y = lhs / rhs`, broadcasting as `array.add`. Integer division rounds toward zero; an integer division by zero, or of the minimum value by -1, has an unspecified result.", NUMERIC);
+pub static DIV: Binary = binary(BinaryKind::Div, "div", "Division, elementwise, with numpy broadcasting.", "`y = lhs / rhs`, broadcasting as `array.add`. Integer division rounds toward zero; an integer division by zero, or of the minimum value by -1, has an unspecified result.", NUMERIC);
 /// `max(lhs, rhs)`.
 pub static MAX: Binary = binary(
+    BinaryKind::Max,
     "max",
     "Maximum, elementwise, with numpy broadcasting.",
     "`y = max(lhs, rhs)`, broadcasting as `array.add`. NaN propagates (as `numpy.maximum`).",
@@ -265,13 +332,14 @@ pub static MAX: Binary = binary(
 );
 /// `min(lhs, rhs)`.
 pub static MIN: Binary = binary(
+    BinaryKind::Min,
     "min",
     "Minimum, elementwise, with numpy broadcasting.",
     "`y = min(lhs, rhs)`, broadcasting as `array.add`. NaN propagates (as `numpy.minimum`).",
     NUMERIC,
 );
 /// `lhs ^ rhs`.
-pub static POW: Binary = binary("pow", "Power, elementwise, with numpy broadcasting.", "`y = lhs ^ rhs` (floats only), broadcasting as `array.add`. A negative base with a non-integer exponent gives NaN.", FLOAT);
+pub static POW: Binary = binary(BinaryKind::Pow, "pow", "Power, elementwise, with numpy broadcasting.", "`y = lhs ^ rhs` (floats only), broadcasting as `array.add`. A negative base with a non-integer exponent gives NaN.", FLOAT);
 
 /// `array.compare`: elementwise comparison to `i1`.
 pub struct Compare;

@@ -33,19 +33,37 @@ const AXES_KEEPDIMS: &[AttrSpec] = &[
     },
 ];
 
+/// The ops of the `Reduce` family, so that evaluation and conversion match on a type, not
+/// on names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceKind {
+    /// `reduce_sum`.
+    Sum,
+    /// `reduce_max`.
+    Max,
+    /// `reduce_min`.
+    Min,
+    /// `reduce_mean`.
+    Mean,
+}
+
 /// A reduction over `axes`.
 pub struct Reduce {
+    /// Which op of the family this is.
+    pub kind: ReduceKind,
     schema: OpSchema,
     classes: &'static [ElementClass],
 }
 
 const fn reduce(
+    kind: ReduceKind,
     name: &'static str,
     summary: &'static str,
     description: &'static str,
     classes: &'static [ElementClass],
 ) -> Reduce {
     Reduce {
+        kind,
         schema: OpSchema {
             dialect: "array",
             name,
@@ -96,17 +114,19 @@ const NUMERIC: &[ElementClass] = &[ElementClass::Float, ElementClass::Int];
 
 /// Sum over axes.
 pub static REDUCE_SUM: Reduce = reduce(
+    ReduceKind::Sum,
     "reduce_sum",
     "Sum over `axes`.",
     "`y = sum of x over axes`; the sum of no elements is 0. Integers wrap on overflow.",
     NUMERIC,
 );
 /// Maximum over axes.
-pub static REDUCE_MAX: Reduce = reduce("reduce_max", "Maximum over `axes`.", "`y = max of x over axes`; NaN propagates; the maximum of no elements is the lowest value of the type (`-inf` for floats).", NUMERIC);
+pub static REDUCE_MAX: Reduce = reduce(ReduceKind::Max, "reduce_max", "Maximum over `axes`.", "`y = max of x over axes`; NaN propagates; the maximum of no elements is the lowest value of the type (`-inf` for floats).", NUMERIC);
 /// Minimum over axes.
-pub static REDUCE_MIN: Reduce = reduce("reduce_min", "Minimum over `axes`.", "`y = min of x over axes`; NaN propagates; the minimum of no elements is the highest value of the type (`inf` for floats).", NUMERIC);
+pub static REDUCE_MIN: Reduce = reduce(ReduceKind::Min, "reduce_min", "Minimum over `axes`.", "`y = min of x over axes`; NaN propagates; the minimum of no elements is the highest value of the type (`inf` for floats).", NUMERIC);
 /// Mean over axes.
 pub static REDUCE_MEAN: Reduce = reduce(
+    ReduceKind::Mean,
     "reduce_mean",
     "Arithmetic mean over `axes` (floats).",
     "`y = (sum of x over axes) / (number of reduced elements)`; the mean of no elements is NaN.",

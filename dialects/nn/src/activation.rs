@@ -5,19 +5,41 @@ use tessera::dialect::{AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpS
 use tessera::infer::InferContext;
 use tessera::types::{ElementClass, TensorType};
 
+/// The ops of the `Activation` family, so that evaluation and conversion match on a type, not
+/// on names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ActivationKind {
+    /// `relu`.
+    Relu,
+    /// `gelu`.
+    Gelu,
+    /// `sigmoid`.
+    Sigmoid,
+    /// `silu`.
+    Silu,
+    /// `softmax`.
+    Softmax,
+    /// `log_softmax`.
+    LogSoftmax,
+}
+
 /// An activation: float operand, result of the same type; `axis`, when the op has it, must be
 /// in range.
 pub struct Activation {
+    /// Which op of the family this is.
+    pub kind: ActivationKind,
     schema: OpSchema,
 }
 
 const fn activation(
+    kind: ActivationKind,
     name: &'static str,
     summary: &'static str,
     description: &'static str,
     attrs: &'static [AttrSpec],
 ) -> Activation {
     Activation {
+        kind,
         schema: OpSchema {
             dialect: "nn",
             name,
@@ -56,6 +78,7 @@ const AXIS: &[AttrSpec] = &[AttrSpec {
 
 /// Rectified linear unit.
 pub static RELU: Activation = activation(
+    ActivationKind::Relu,
     "relu",
     "Rectified linear unit: `max(x, 0)`, elementwise.",
     "`y = max(x, 0)`; NaN propagates.",
@@ -63,6 +86,7 @@ pub static RELU: Activation = activation(
 );
 /// Gaussian error linear unit.
 pub static GELU: Activation = activation(
+    ActivationKind::Gelu,
     "gelu",
     "Gaussian error linear unit, exact or with the tanh approximation.",
     "`approximate = \"none\"`: `y = 0.5 x (1 + erf(x / sqrt(2)))`. `approximate = \"tanh\"`: `y = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))` (as PyTorch's `gelu(approximate='tanh')` and Keras' `gelu(approximate=True)`).",
@@ -75,6 +99,7 @@ pub static GELU: Activation = activation(
 );
 /// Logistic sigmoid.
 pub static SIGMOID: Activation = activation(
+    ActivationKind::Sigmoid,
     "sigmoid",
     "Logistic sigmoid, elementwise.",
     "`y = 1 / (1 + e^(-x))`, in `[0, 1]`; computed without overflow for large `|x|`.",
@@ -82,15 +107,17 @@ pub static SIGMOID: Activation = activation(
 );
 /// Sigmoid-weighted linear unit.
 pub static SILU: Activation = activation(
+    ActivationKind::Silu,
     "silu",
     "Sigmoid linear unit (swish), elementwise.",
     "`y = x * sigmoid(x)`.",
     &[],
 );
 /// Softmax along an axis.
-pub static SOFTMAX: Activation = activation("softmax", "Softmax along `axis`.", "`y = e^(x - m) / sum_axis e^(x - m)` with `m = max_axis x` (subtracting the maximum keeps it stable: no overflow for large inputs).", AXIS);
+pub static SOFTMAX: Activation = activation(ActivationKind::Softmax, "softmax", "Softmax along `axis`.", "`y = e^(x - m) / sum_axis e^(x - m)` with `m = max_axis x` (subtracting the maximum keeps it stable: no overflow for large inputs).", AXIS);
 /// Log-softmax along an axis.
 pub static LOG_SOFTMAX: Activation = activation(
+    ActivationKind::LogSoftmax,
     "log_softmax",
     "Logarithm of softmax along `axis`, computed stably.",
     "`y = x - m - ln(sum_axis e^(x - m))` with `m = max_axis x`.",

@@ -6,8 +6,20 @@ use tessera::dialect::{AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpS
 use tessera::infer::InferContext;
 use tessera::types::{ElementClass, TensorType};
 
+/// The ops of the `Pool` family, so that evaluation and conversion match on a type, not
+/// on names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolKind {
+    /// `max_pool2d`.
+    Max,
+    /// `avg_pool2d`.
+    Avg,
+}
+
 /// A 2-d pooling op.
 pub struct Pool {
+    /// Which op of the family this is.
+    pub kind: PoolKind,
     schema: OpSchema,
 }
 
@@ -32,8 +44,14 @@ const ATTRS: &[AttrSpec] = &[
     },
 ];
 
-const fn pool(name: &'static str, summary: &'static str, description: &'static str) -> Pool {
+const fn pool(
+    kind: PoolKind,
+    name: &'static str,
+    summary: &'static str,
+    description: &'static str,
+) -> Pool {
     Pool {
+        kind,
         schema: OpSchema {
             dialect: "nn",
             name,
@@ -86,12 +104,14 @@ impl OpDef for Pool {
 
 /// Max pooling.
 pub static MAX_POOL2D: Pool = pool(
+    PoolKind::Max,
     "max_pool2d",
     "Maximum over each `window` of an NHWC input, per channel.",
     "`y[n, i, j, c] = max_{p < kh, q < kw} x[n, i*sh + p - top, j*sw + q - left, c]` over the window positions inside the input (padding never wins). Output size and `padding` as in `nn.conv2d`, each explicit padding smaller than the window (so every window overlaps the input); `strides` default to the window (as Keras).",
 );
 /// Average pooling.
 pub static AVG_POOL2D: Pool = pool(
+    PoolKind::Avg,
     "avg_pool2d",
     "Mean over each `window` of an NHWC input, per channel.",
     "`y[n, i, j, c]` is the mean of `x` over the window positions inside the input: padded positions are not counted (as TensorFlow). Output size and `padding` as in `nn.conv2d`, each explicit padding smaller than the window (so every window overlaps the input); `strides` default to the window (as Keras).",
