@@ -5,19 +5,33 @@
 //! op's dialect writes once, next to the op.
 
 use crate::attr::Attribute;
+use crate::exec::evaluate::Evaluate;
 use crate::infer::InferContext;
+use crate::transforms::decompose::Decompose;
 use crate::types::TensorType;
 use std::collections::BTreeMap;
 use std::fmt;
 
 /// One op of a dialect: its schema and its shape/type rule.
-pub trait OpDef: Sync + 'static {
+pub trait OpDef: Evaluate + Sync + 'static {
     /// Name, operands, attributes and documentation.
     fn schema(&self) -> &OpSchema;
 
     /// Checks the op's operands and attributes (already checked against the schema) and
     /// returns its result types, or reports through `ctx` and returns `None`.
     fn infer(&self, ctx: &mut InferContext<'_>) -> Option<Vec<TensorType>>;
+
+    /// How the op becomes other ops of the graph, for ops that are compositions (`None`:
+    /// it converts to MLIR directly). Every op has exactly one of the two; a test checks it.
+    fn decomposition(&self) -> Option<&dyn Decompose> {
+        None
+    }
+
+    /// How the op becomes MLIR (`None`: it decomposes first).
+    #[cfg(feature = "mlir")]
+    fn converter(&self) -> Option<&dyn crate::mlir::lowering::ConvertToMlir> {
+        None
+    }
 }
 
 impl fmt::Debug for dyn OpDef {
@@ -81,6 +95,18 @@ impl OpSchema {
     /// The attribute spec named `key`.
     pub fn attr(&self, key: &str) -> Option<&AttrSpec> {
         self.attrs.iter().find(|a| a.name == key)
+    }
+
+    /// Attribute `key` as written in `attrs`, else its default value (`None` when absent
+    /// without one).
+    pub fn attr_value(&self, attrs: &BTreeMap<String, Attribute>, key: &str) -> Option<Attribute> {
+        if let Some(value) = attrs.get(key) {
+            return Some(value.clone());
+        }
+        match self.attr(key).map(|spec| spec.default) {
+            Some(AttrDefault::Value(v)) => Some(v.to_attribute()),
+            _ => None,
+        }
     }
 }
 

@@ -17,5 +17,6 @@ pub mod reference;
 pub mod source;
 pub mod suggest;
 pub mod syntax;
+pub mod transforms;
 pub mod types;
 pub mod verify;

@@ -57,6 +57,17 @@ pub fn render_reference(registry: &Registry) -> String {
             if schema.result_type_required {
                 let _ = writeln!(out, "- the result type must be written");
             }
+            if let Some(decomposition) = op.decomposition() {
+                let _ = writeln!(
+                    out,
+                    "- lowering: decomposes into {}",
+                    decomposition.lowering()
+                );
+            }
+            #[cfg(feature = "mlir")]
+            if let Some(converter) = op.converter() {
+                let _ = writeln!(out, "- lowering: converts to {}", converter.lowering());
+            }
             let _ = writeln!(out, "\n{}", schema.description);
         }
     }

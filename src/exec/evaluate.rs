@@ -3,7 +3,7 @@
 
 use crate::attr::{Attribute, DenseValue};
 use crate::dialect::{AttrDefault, OpSchema};
-use crate::exec::tensor::Tensor;
+use crate::exec::tensor::{Tensor, TensorData};
 use crate::types::TensorType;
 use std::collections::BTreeMap;
 
@@ -33,6 +33,78 @@ impl EvalContext<'_> {
             _ => None,
         }
     }
+}
+
+impl<'a> EvalContext<'a> {
+    /// Operand `index`.
+    pub fn operand(&self, index: usize) -> Result<&'a Tensor, EvalError> {
+        self.operands.get(index).copied().ok_or_else(|| {
+            EvalError(format!(
+                "operand #{index} is missing ({} given)",
+                self.operands.len()
+            ))
+        })
+    }
+
+    /// Operand `index`, when the op has it (optional operands come last).
+    pub fn optional_operand(&self, index: usize) -> Option<&'a Tensor> {
+        self.operands.get(index).copied()
+    }
+
+    /// The elements of operand `index`, which must be a float tensor.
+    pub fn floats(&self, index: usize) -> Result<&'a [f64], EvalError> {
+        match &self.operand(index)?.data {
+            TensorData::Float(values) => Ok(values),
+            _ => Err(EvalError(format!("operand #{index} is not a float tensor"))),
+        }
+    }
+
+    /// The type of result `index`.
+    pub fn result_type(&self, index: usize) -> Result<&'a TensorType, EvalError> {
+        self.result_types
+            .get(index)
+            .ok_or_else(|| EvalError(format!("result #{index} has no type")))
+    }
+
+    /// Attribute `name` (default applied) as an integer.
+    pub fn int(&self, name: &str) -> Result<i64, EvalError> {
+        self.attr(name)
+            .and_then(|a| a.as_int())
+            .ok_or_else(|| missing_attr(name, "an integer"))
+    }
+
+    /// Attribute `name` (default applied) as a list of integers.
+    pub fn int_list(&self, name: &str) -> Result<Vec<i64>, EvalError> {
+        self.attr(name)
+            .and_then(|a| a.as_int_list())
+            .ok_or_else(|| missing_attr(name, "a list of integers"))
+    }
+
+    /// Attribute `name` (default applied) as a number.
+    pub fn float(&self, name: &str) -> Result<f64, EvalError> {
+        self.attr(name)
+            .and_then(|a| a.as_f64())
+            .ok_or_else(|| missing_attr(name, "a number"))
+    }
+
+    /// Attribute `name` (default applied) as a boolean.
+    pub fn boolean(&self, name: &str) -> Result<bool, EvalError> {
+        self.attr(name)
+            .and_then(|a| a.as_bool())
+            .ok_or_else(|| missing_attr(name, "a boolean"))
+    }
+
+    /// Attribute `name` (default applied) as a string.
+    pub fn string(&self, name: &str) -> Result<String, EvalError> {
+        self.attr(name)
+            .and_then(|a| a.as_str().map(str::to_string))
+            .ok_or_else(|| missing_attr(name, "a string"))
+    }
+}
+
+/// An attribute that a verified op would have.
+fn missing_attr(name: &str, kind: &str) -> EvalError {
+    EvalError(format!("attribute '{name}' is missing or not {kind}"))
 }
 
 /// Why evaluation failed. Verified ops evaluate; this covers limits of the host (a tensor too

@@ -1,6 +1,8 @@
 //! Host tensors: a tensor type and its elements in row-major order, floats held in f64.
 
-use crate::types::{ElementClass, TensorType};
+use crate::attr::same_float;
+use crate::number::round_to;
+use crate::types::{ElementClass, ElementType, TensorType};
 
 /// The elements of a host tensor, by element class. Float tensors of every width hold f64
 /// (already rounded to their type where they came from outside); integers hold i64.
@@ -48,7 +50,77 @@ impl Tensor {
             ElementClass::Int => TensorData::Int(vec![0; n]),
             ElementClass::Bool => TensorData::Bool(vec![false; n]),
         };
-        Tensor { ty: ty.clone(), data }
+        Tensor {
+            ty: ty.clone(),
+            data,
+        }
+    }
+
+    /// A float tensor of `ty` holding `values`, each rounded to `ty`'s element type (ties to
+    /// even), as compiled code would store them.
+    pub fn from_f64(ty: &TensorType, values: impl IntoIterator<Item = f64>) -> Tensor {
+        let data = values
+            .into_iter()
+            .map(|v| round_to(v, ty.element))
+            .collect();
+        Tensor {
+            ty: ty.clone(),
+            data: TensorData::Float(data),
+        }
+    }
+
+    /// Why the elements do not fit the type, or `None` when they do: the data's class is the
+    /// element type's, there are as many elements as the shape holds, floats are values of
+    /// the element type and integers are in its range.
+    pub fn inconsistency(&self) -> Option<String> {
+        let expected = self.ty.num_elements().unwrap_or(u64::MAX);
+        let class = match &self.data {
+            TensorData::Float(_) => ElementClass::Float,
+            TensorData::Int(_) => ElementClass::Int,
+            TensorData::Bool(_) => ElementClass::Bool,
+        };
+        if class != self.ty.element.class() {
+            let held = match class {
+                ElementClass::Float => "float",
+                ElementClass::Int => "integer",
+                ElementClass::Bool => "boolean",
+            };
+            return Some(format!(
+                "holds {held} elements, but its type is {}",
+                self.ty
+            ));
+        }
+        if self.len() as u64 != expected {
+            return Some(format!(
+                "holds {} elements, but its type {} has {expected}",
+                self.len(),
+                self.ty
+            ));
+        }
+        match &self.data {
+            TensorData::Float(values) => values
+                .iter()
+                .position(|&v| !same_float(round_to(v, self.ty.element), v))
+                .map(|i| {
+                    format!(
+                        "has element {i} ({:e}), which is not a value of {}",
+                        values[i], self.ty.element
+                    )
+                }),
+            TensorData::Int(values) => {
+                let (min, max) = int_range(self.ty.element);
+                values
+                    .iter()
+                    .position(|v| !(min..=max).contains(v))
+                    .map(|i| {
+                        format!(
+                            "has element {i} ({}), which is out of range for {}",
+                            values[i], self.ty.element
+                        )
+                    })
+            }
+            TensorData::Bool(_) => None,
+        }
     }
 
     /// Number of elements.
@@ -76,6 +148,17 @@ impl Tensor {
     }
 }
 
+/// The lowest and highest value of integer type `element` (`i8`: -128 and 127); `i1` is 0
+/// and 1, float types the full `i64` range.
+pub fn int_range(element: ElementType) -> (i64, i64) {
+    match element {
+        ElementType::I1 => (0, 1),
+        ElementType::I8 => (i8::MIN.into(), i8::MAX.into()),
+        ElementType::I32 => (i32::MIN.into(), i32::MAX.into()),
+        _ => (i64::MIN, i64::MAX),
+    }
+}
+
 /// Row-major strides, in elements, of `shape`.
 pub fn row_major_strides(shape: &[u64]) -> Vec<usize> {
     let mut strides = vec![1usize; shape.len()];
@@ -97,5 +180,54 @@ mod tests {
         assert_eq!(t.strides(), [12, 4, 1]);
         assert_eq!(t.data, TensorData::Int(vec![0; 24]));
         assert_eq!(row_major_strides(&[]), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn floats_are_rounded_to_their_type() {
+        let ty = TensorType::new(vec![2], ElementType::F16);
+        let t = Tensor::from_f64(&ty, [0.1, 65520.0]);
+        assert_eq!(
+            t.data,
+            TensorData::Float(vec![0.0999755859375, f64::INFINITY])
+        );
+        assert_eq!(t.inconsistency(), None);
+    }
+
+    #[test]
+    fn inconsistencies_are_named() {
+        let f32x2 = TensorType::new(vec![2], ElementType::F32);
+        let wrong_class = Tensor {
+            ty: f32x2.clone(),
+            data: TensorData::Int(vec![1, 2]),
+        };
+        assert_eq!(
+            wrong_class.inconsistency().as_deref(),
+            Some("holds integer elements, but its type is tensor<2xf32>")
+        );
+        let wrong_len = Tensor {
+            ty: f32x2.clone(),
+            data: TensorData::Float(vec![1.0]),
+        };
+        assert_eq!(
+            wrong_len.inconsistency().as_deref(),
+            Some("holds 1 elements, but its type tensor<2xf32> has 2")
+        );
+        let unrounded = Tensor {
+            ty: f32x2,
+            data: TensorData::Float(vec![f64::NAN, 0.1]),
+        };
+        assert_eq!(
+            unrounded.inconsistency().as_deref(),
+            Some("has element 1 (1e-1), which is not a value of f32")
+        );
+        let out_of_range = Tensor {
+            ty: TensorType::new(vec![1], ElementType::I8),
+            data: TensorData::Int(vec![128]),
+        };
+        assert_eq!(
+            out_of_range.inconsistency().as_deref(),
+            Some("has element 0 (128), which is out of range for i8")
+        );
+        assert_eq!(int_range(ElementType::I32), (-2147483648, 2147483647));
     }
 }

@@ -1,6 +1,19 @@
 //! The bridge to MLIR (melior, MLIR 19): contexts with every dialect and pass registered and
-//! MLIR's diagnostics captured. The conversion, pipelines and JIT build on it.
+//! MLIR's diagnostics captured, the emitter that builds tensor/linalg IR, and the conversion
+//! of a verified module.
 
+pub mod affine;
+pub mod alloc_counter;
+pub mod compile;
 mod context;
+pub mod convert;
+pub mod emit;
+pub mod jit;
+pub mod layout;
+pub mod llvm;
+pub mod located;
+pub mod lowering;
+pub mod memref;
+pub mod pipeline;
 
 pub use context::{MlirContext, MlirDiagnostic};

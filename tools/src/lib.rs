@@ -2,6 +2,7 @@
 //! thin binaries in `bin/`.
 
 pub mod opt;
+pub mod run;
 
 use tessera::dialect::Registry;
 

@@ -3,13 +3,21 @@
 
 use crate::registry;
 use clap::Parser;
+use melior::ir::operation::OperationPrintingFlags;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tessera::diag::render_all;
+use tessera::diag::Diagnostic;
 use tessera::expected_diagnostics::check_expected;
 use tessera::frontend::{decode, load, split_chunks, SPLIT_MARKER};
+use tessera::mlir::convert::convert_module;
+use tessera::mlir::jit::{write_object_file, Signature};
+use tessera::mlir::llvm::llvm_ir;
+use tessera::mlir::pipeline::{run_stages, DEFAULT_CPU};
+use tessera::mlir::MlirContext;
 use tessera::reference::render_reference;
+use tessera::source::Span;
 use tessera::syntax::printer::print_module;
 
 /// Command-line options of `tessera-opt`.
@@ -46,14 +54,42 @@ pub struct OptArgs {
     /// diagnostic was expected and every expectation met.
     #[arg(long)]
     pub verify_diagnostics: bool,
+    /// What to print: the canonical module (`tsr`), or its MLIR after conversion (`mlir`).
+    #[arg(long, value_enum, default_value_t = Emit::Tsr)]
+    pub emit: Emit,
+    /// With `--emit=mlir`: print MLIR locations (each op's `.tsr` file:line:col and value
+    /// name), as `mlir-opt --mlir-print-debuginfo` does.
+    #[arg(long)]
+    pub mlir_print_debuginfo: bool,
     /// Print the reference of every registered op (Markdown) and exit.
     #[arg(long, conflicts_with_all = ["input", "split_input_file", "verify_diagnostics"])]
     pub print_op_reference: bool,
 }
 
+/// What `tessera-opt` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Emit {
+    /// The module in canonical `.tsr` form.
+    Tsr,
+    /// MLIR func/tensor/linalg/arith/math, after `tessera-convert-to-linalg`.
+    Mlir,
+    /// LLVM IR of the default CPU pipeline.
+    LlvmIr,
+    /// An object file with the C interface (`_mlir_ciface_<name>`) of every function;
+    /// needs `-o FILE`.
+    Obj,
+}
+
 /// Runs `tessera-opt` with `args`, writing diagnostics to `stderr`.
 pub fn run_opt(args: &OptArgs, stderr: &mut dyn Write) -> ExitCode {
     let registry = registry();
+    if args.emit == Emit::Obj && args.output.is_none() {
+        let _ = writeln!(
+            stderr,
+            "tessera-opt: error: --emit=obj needs an output file: add -o FILE"
+        );
+        return ExitCode::from(2);
+    }
     if args.print_op_reference {
         return write_output(args, &render_reference(&registry), stderr);
     }
@@ -77,6 +113,7 @@ pub fn run_opt(args: &OptArgs, stderr: &mut dyn Write) -> ExitCode {
     };
     let mut failed = false;
     let mut outputs = Vec::new();
+    let mlir = MlirContext::new();
     for chunk in chunks {
         let result = load(&file, chunk.clone(), &registry);
         let reported = match (&result, args.verify_diagnostics) {
@@ -89,8 +126,16 @@ pub fn run_opt(args: &OptArgs, stderr: &mut dyn Write) -> ExitCode {
         };
         failed |= !reported.is_empty();
         let _ = write!(stderr, "{}", render_all(&reported, &file));
-        if let Ok(module) = result {
-            outputs.push(print_module(&module));
+        let Ok(module) = result else { continue };
+        match args.emit {
+            Emit::Tsr => outputs.push(print_module(&module)),
+            emit => match lower(&mlir, &module, &file, emit, args) {
+                Ok(text) => outputs.push(text),
+                Err(diagnostics) => {
+                    failed = true;
+                    let _ = write!(stderr, "{}", render_all(&diagnostics, &file));
+                }
+            },
         }
     }
     if failed {
@@ -138,8 +183,46 @@ fn read_input(path: Option<&Path>) -> Result<(String, Vec<u8>), IoError> {
     Ok((name, bytes))
 }
 
+/// The module converted (and for LLVM IR or objects, lowered) as `emit` asks; an object file
+/// is written to `output` and yields no text.
+fn lower(
+    mlir: &MlirContext,
+    module: &tessera::ir::Module,
+    file: &tessera::source::SourceFile,
+    emit: Emit,
+    args: &OptArgs,
+) -> Result<String, Vec<Diagnostic>> {
+    let mut converted = convert_module(mlir, module, file)?;
+    if emit == Emit::Mlir {
+        let flags =
+            OperationPrintingFlags::new().enable_debug_info(args.mlir_print_debuginfo, false);
+        let text = converted
+            .as_operation()
+            .to_string_with_flags(flags)
+            .map_err(|e| {
+                vec![Diagnostic::error(
+                    Span::at(0),
+                    format!("cannot print MLIR: {e}"),
+                )]
+            })?;
+        return Ok(format!("{text}\n"));
+    }
+    run_stages(mlir, &mut converted, DEFAULT_CPU, file)?;
+    let failure = |message: String| vec![Diagnostic::error(Span::at(0), message)];
+    match (emit, args.output.as_deref()) {
+        (Emit::Obj, Some(path)) => {
+            write_object_file(&converted, &Signature::of_module(module), 3, path)
+                .map(|()| String::new())
+                .map_err(failure)
+        }
+        _ => llvm_ir(&converted)
+            .ok_or_else(|| failure("the lowered module does not translate to LLVM IR".into())),
+    }
+}
+
 fn write_output(args: &OptArgs, text: &str, stderr: &mut dyn Write) -> ExitCode {
     let result = match &args.output {
+        Some(_) if args.emit == Emit::Obj => Ok(()),
         Some(path) => std::fs::write(path, text).map_err(|source| IoError::Write {
             path: path.display().to_string(),
             source,

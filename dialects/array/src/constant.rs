@@ -2,6 +2,7 @@
 
 use tessera::dialect::{OpDef, OpSchema};
 use tessera::infer::InferContext;
+use tessera::mlir::lowering::ConvertToMlir;
 use tessera::types::TensorType;
 
 /// `array.constant`.
@@ -23,6 +24,10 @@ static SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Constant {
+    fn converter(&self) -> Option<&dyn ConvertToMlir> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &SCHEMA
     }

@@ -3,6 +3,7 @@
 
 use tessera::dialect::{Arity, AttrDefault, AttrKind, AttrSpec, OpDef, OpSchema, OperandSpec};
 use tessera::infer::InferContext;
+use tessera::mlir::lowering::ConvertToMlir;
 use tessera::types::{ElementClass, ElementType, TensorType};
 
 /// The element types an elementwise op accepts; picks both the check and the documentation.
@@ -145,6 +146,10 @@ const fn unary(
 }
 
 impl OpDef for Unary {
+    fn converter(&self) -> Option<&dyn ConvertToMlir> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &self.schema
     }
@@ -290,6 +295,10 @@ const fn binary(
 }
 
 impl OpDef for Binary {
+    fn converter(&self) -> Option<&dyn ConvertToMlir> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &self.schema
     }
@@ -368,6 +377,10 @@ static COMPARE_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Compare {
+    fn converter(&self) -> Option<&dyn ConvertToMlir> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &COMPARE_SCHEMA
     }
@@ -402,6 +415,10 @@ static SELECT_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Select {
+    fn converter(&self) -> Option<&dyn ConvertToMlir> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &SELECT_SCHEMA
     }
@@ -433,6 +450,10 @@ static CAST_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Cast {
+    fn converter(&self) -> Option<&dyn ConvertToMlir> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &CAST_SCHEMA
     }

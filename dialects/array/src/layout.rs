@@ -5,6 +5,7 @@ use tessera::dialect::{
     Arity, AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema, OperandSpec,
 };
 use tessera::infer::{shape_text, InferContext};
+use tessera::mlir::lowering::ConvertToMlir;
 use tessera::number::round_to;
 use tessera::types::{ElementClass, ElementType, TensorType};
 
@@ -38,6 +39,10 @@ static TRANSPOSE_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Transpose {
+    fn converter(&self) -> Option<&dyn ConvertToMlir> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &TRANSPOSE_SCHEMA
     }
@@ -82,6 +87,10 @@ static RESHAPE_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Reshape {
+    fn converter(&self) -> Option<&dyn ConvertToMlir> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &RESHAPE_SCHEMA
     }
@@ -118,6 +127,10 @@ static BROADCAST_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Broadcast {
+    fn converter(&self) -> Option<&dyn ConvertToMlir> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &BROADCAST_SCHEMA
     }
@@ -170,6 +183,10 @@ static CONCAT_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Concat {
+    fn converter(&self) -> Option<&dyn ConvertToMlir> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &CONCAT_SCHEMA
     }
@@ -235,6 +252,10 @@ static SLICE_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Slice {
+    fn converter(&self) -> Option<&dyn ConvertToMlir> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &SLICE_SCHEMA
     }
@@ -323,6 +344,10 @@ static PAD_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Pad {
+    fn converter(&self) -> Option<&dyn ConvertToMlir> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &PAD_SCHEMA
     }

@@ -2,11 +2,13 @@
 //! layout changes, reductions, constants), each op declared once with its schema, semantics
 //! and shape rule.
 
-mod constant;
-mod elementwise;
-mod layout;
-mod matmul;
-mod reduce;
+pub mod constant;
+mod convert;
+pub mod elementwise;
+mod eval;
+pub mod layout;
+pub mod matmul;
+pub mod reduce;
 
 use tessera::dialect::{Dialect, OpDef};
 

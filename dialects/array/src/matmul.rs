@@ -2,6 +2,7 @@
 
 use tessera::dialect::{Arity, OpDef, OpSchema, OperandSpec};
 use tessera::infer::{broadcast_shapes, shape_text, InferContext};
+use tessera::mlir::lowering::ConvertToMlir;
 use tessera::types::{ElementClass, TensorType};
 
 /// `array.matmul`.
@@ -26,6 +27,10 @@ static SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Matmul {
+    fn converter(&self) -> Option<&dyn ConvertToMlir> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &SCHEMA
     }

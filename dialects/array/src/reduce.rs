@@ -4,6 +4,7 @@ use tessera::dialect::{
     Arity, AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema, OperandSpec,
 };
 use tessera::infer::InferContext;
+use tessera::mlir::lowering::ConvertToMlir;
 use tessera::types::{ElementClass, ElementType, TensorType};
 
 const X: &[OperandSpec] = &[OperandSpec {
@@ -80,6 +81,10 @@ const fn reduce(
 }
 
 impl OpDef for Reduce {
+    fn converter(&self) -> Option<&dyn ConvertToMlir> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &self.schema
     }
@@ -157,6 +162,10 @@ static ARGMAX_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Argmax {
+    fn converter(&self) -> Option<&dyn ConvertToMlir> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &ARGMAX_SCHEMA
     }

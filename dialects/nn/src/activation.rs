@@ -3,6 +3,7 @@
 use crate::X;
 use tessera::dialect::{AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema};
 use tessera::infer::InferContext;
+use tessera::transforms::decompose::Decompose;
 use tessera::types::{ElementClass, TensorType};
 
 /// The ops of the `Activation` family, so that evaluation and conversion match on a type, not
@@ -55,6 +56,10 @@ const fn activation(
 }
 
 impl OpDef for Activation {
+    fn decomposition(&self) -> Option<&dyn Decompose> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &self.schema
     }

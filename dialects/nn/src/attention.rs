@@ -5,6 +5,7 @@ use tessera::dialect::{
     Arity, AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema, OperandSpec,
 };
 use tessera::infer::{shape_text, InferContext};
+use tessera::transforms::decompose::Decompose;
 use tessera::types::{ElementClass, TensorType};
 
 /// `nn.attention`.
@@ -33,6 +34,10 @@ static SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Attention {
+    fn decomposition(&self) -> Option<&dyn Decompose> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &SCHEMA
     }

@@ -6,6 +6,7 @@ use tessera::dialect::{
     Arity, AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema, OperandSpec,
 };
 use tessera::infer::InferContext;
+use tessera::mlir::lowering::ConvertToMlir;
 use tessera::types::{ElementClass, TensorType};
 
 /// `nn.conv2d`.
@@ -80,6 +81,10 @@ pub fn geometry(
 }
 
 impl OpDef for Conv2d {
+    fn converter(&self) -> Option<&dyn ConvertToMlir> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &SCHEMA
     }

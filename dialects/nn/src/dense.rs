@@ -2,6 +2,7 @@
 
 use tessera::dialect::{Arity, OpDef, OpSchema, OperandSpec};
 use tessera::infer::InferContext;
+use tessera::transforms::decompose::Decompose;
 use tessera::types::{ElementClass, TensorType};
 
 /// `nn.dense`.
@@ -27,6 +28,10 @@ static SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Dense {
+    fn decomposition(&self) -> Option<&dyn Decompose> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &SCHEMA
     }

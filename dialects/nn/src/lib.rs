@@ -5,7 +5,10 @@
 mod activation;
 mod attention;
 mod conv;
+mod convert;
+mod decompose;
 mod dense;
+mod eval;
 mod norm;
 mod pool;
 pub mod window;

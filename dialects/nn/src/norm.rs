@@ -5,6 +5,7 @@ use tessera::dialect::{
     Arity, AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema, OperandSpec,
 };
 use tessera::infer::{shape_text, InferContext};
+use tessera::transforms::decompose::Decompose;
 use tessera::types::{ElementClass, TensorType};
 
 /// Requires `epsilon` to be finite and non-negative.
@@ -68,6 +69,10 @@ static LAYER_NORM_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for LayerNorm {
+    fn decomposition(&self) -> Option<&dyn Decompose> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &LAYER_NORM_SCHEMA
     }
@@ -111,6 +116,10 @@ static BATCH_NORM_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for BatchNorm {
+    fn decomposition(&self) -> Option<&dyn Decompose> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &BATCH_NORM_SCHEMA
     }

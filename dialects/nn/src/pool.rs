@@ -4,6 +4,7 @@ use crate::conv::{geometry, pair_or, WindowSource, PADDING_KEYWORDS};
 use crate::X;
 use tessera::dialect::{AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema};
 use tessera::infer::InferContext;
+use tessera::mlir::lowering::ConvertToMlir;
 use tessera::types::{ElementClass, TensorType};
 
 /// The ops of the `Pool` family, so that evaluation and conversion match on a type, not
@@ -67,6 +68,10 @@ const fn pool(
 }
 
 impl OpDef for Pool {
+    fn converter(&self) -> Option<&dyn ConvertToMlir> {
+        Some(self)
+    }
+
     fn schema(&self) -> &OpSchema {
         &self.schema
     }

@@ -35,3 +35,17 @@ fn every_op_is_documented_and_has_valid_defaults() {
         }
     }
 }
+
+#[test]
+fn every_op_has_exactly_one_lowering() {
+    let registry = registry();
+    for name in registry.op_names() {
+        let op = registry.op(name).expect("registered");
+        let ways =
+            usize::from(op.decomposition().is_some()) + usize::from(op.converter().is_some());
+        assert_eq!(
+            ways, 1,
+            "{name} must either decompose or convert to MLIR, not {ways} of them"
+        );
+    }
+}

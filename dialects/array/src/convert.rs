@@ -1,0 +1,618 @@
+//! Conversion of `array` ops to MLIR: linalg named ops where they exist (matmul,
+//! batch_matmul, transpose, fill), `linalg.generic` with broadcasting indexing maps elsewhere,
+//! tensor ops for slices and reshapes. Broadcasts are never materialized.
+
+use crate::constant::Constant;
+use crate::elementwise::{Binary, BinaryKind, Cast, Compare, Select, Unary, UnaryKind};
+use crate::layout::{Broadcast, Concat, Pad, Reshape, Slice, Transpose};
+use crate::matmul::Matmul;
+use crate::reduce::{Argmax, Reduce, ReduceKind};
+use melior::ir::attribute::IntegerAttribute;
+use melior::ir::r#type::IntegerType;
+use melior::ir::{Type, Value};
+use tessera::mlir::affine::{identity, MapExpr};
+use tessera::mlir::emit::{
+    cmpf, cmpi, ConvertError, ConvertResult, Emitter, Indexed, IteratorKind,
+};
+use tessera::mlir::layout::ReductionIdentity;
+use tessera::mlir::lowering::{ConvertToMlir, OpConversion};
+use tessera::types::{ElementClass, ElementType};
+
+type Results<'c, 'a> = ConvertResult<Vec<Value<'c, 'a>>>;
+
+impl ConvertToMlir for Unary {
+    fn lowering(&self) -> &'static str {
+        "`linalg.generic` applying `arith`/`math` (`negf`, `math.exp`, ...; `rsqrt` as `1 / sqrt`)"
+    }
+
+    fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
+        let kind = self.kind;
+        let float = op.result().element.is_float();
+        let value = op.emit.elementwise(
+            &[(op.operands[0], op.operand_types[0])],
+            op.result(),
+            |e, x| {
+                let x = x[0];
+                Ok(match (kind, float) {
+                    (UnaryKind::Neg, true) => e.same("arith.negf", &[x])?,
+                    (UnaryKind::Neg, false) => {
+                        let zero = e.const_like(x, 0.0)?;
+                        e.same("arith.subi", &[zero, x])?
+                    }
+                    (UnaryKind::Abs, true) => e.same("math.absf", &[x])?,
+                    (UnaryKind::Abs, false) => e.same("math.absi", &[x])?,
+                    (UnaryKind::Exp, _) => e.same("math.exp", &[x])?,
+                    (UnaryKind::Log, _) => e.same("math.log", &[x])?,
+                    (UnaryKind::Sqrt, _) => e.same("math.sqrt", &[x])?,
+                    (UnaryKind::Rsqrt, _) => {
+                        let root = e.same("math.sqrt", &[x])?;
+                        let one = e.const_like(x, 1.0)?;
+                        e.same("arith.divf", &[one, root])?
+                    }
+                    (UnaryKind::Tanh, _) => e.same("math.tanh", &[x])?,
+                    (UnaryKind::Erf, _) => e.same("math.erf", &[x])?,
+                    (UnaryKind::Floor, _) => e.same("math.floor", &[x])?,
+                    (UnaryKind::Ceil, _) => e.same("math.ceil", &[x])?,
+                })
+            },
+        )?;
+        Ok(vec![value])
+    }
+}
+
+impl ConvertToMlir for Binary {
+    fn lowering(&self) -> &'static str {
+        "`linalg.generic` with broadcasting indexing maps (no broadcast is materialized); integer division guarded against traps"
+    }
+
+    fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
+        let kind = self.kind;
+        let float = op.result().element.is_float();
+        let inputs = [
+            (op.operands[0], op.operand_types[0]),
+            (op.operands[1], op.operand_types[1]),
+        ];
+        let value = op.emit.elementwise(&inputs, op.result(), |e, xs| {
+            let (a, b) = (xs[0], xs[1]);
+            let name = match (kind, float) {
+                (BinaryKind::Add, true) => "arith.addf",
+                (BinaryKind::Add, false) => "arith.addi",
+                (BinaryKind::Sub, true) => "arith.subf",
+                (BinaryKind::Sub, false) => "arith.subi",
+                (BinaryKind::Mul, true) => "arith.mulf",
+                (BinaryKind::Mul, false) => "arith.muli",
+                (BinaryKind::Div, true) => "arith.divf",
+                (BinaryKind::Div, false) => return safe_divsi(e, a, b),
+                (BinaryKind::Max, true) => "arith.maximumf",
+                (BinaryKind::Max, false) => "arith.maxsi",
+                (BinaryKind::Min, true) => "arith.minimumf",
+                (BinaryKind::Min, false) => "arith.minsi",
+                (BinaryKind::Pow, _) => "math.powf",
+            };
+            e.same(name, &[a, b])
+        })?;
+        Ok(vec![value])
+    }
+}
+
+/// Signed division that never traps: `a / 0` gives 0 and `MIN / -1` wraps to `MIN` (both
+/// unspecified in the language; these are the reference interpreter's choices too). x86's
+/// `idiv` faults on both, which would kill the process.
+fn safe_divsi<'c, 'b>(
+    e: &Emitter<'c, 'b>,
+    a: Value<'c, 'b>,
+    b: Value<'c, 'b>,
+) -> ConvertResult<Value<'c, 'b>> {
+    let zero = e.const_like(b, 0.0)?;
+    let one = e.const_like(b, 1.0)?;
+    let minus_one = e.const_like(b, -1.0)?;
+    let is_zero = e.compare(false, cmpi::EQ, b, zero)?;
+    let is_minus_one = e.compare(false, cmpi::EQ, b, minus_one)?;
+    let unsafe_divisor = e.same("arith.ori", &[is_zero, is_minus_one])?;
+    let divisor = e.select(unsafe_divisor, one, b)?;
+    let quotient = e.same("arith.divsi", &[a, divisor])?;
+    let negated = e.same("arith.subi", &[zero, a])?;
+    let by_minus_one = e.select(is_minus_one, negated, quotient)?;
+    e.select(is_zero, zero, by_minus_one)
+}
+
+impl ConvertToMlir for Compare {
+    fn lowering(&self) -> &'static str {
+        "`linalg.generic` with `arith.cmpf` (ordered; `une` for `ne`) or `arith.cmpi`"
+    }
+
+    fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
+        let class = op.operand_types[0].element.class();
+        let predicate = op
+            .attr("predicate")
+            .and_then(|p| p.as_str().map(String::from))
+            .unwrap_or_default();
+        let code = match (class, predicate.as_str()) {
+            (ElementClass::Float, "lt") => cmpf::OLT,
+            (ElementClass::Float, "le") => cmpf::OLE,
+            (ElementClass::Float, "gt") => cmpf::OGT,
+            (ElementClass::Float, "ge") => cmpf::OGE,
+            (ElementClass::Float, "eq") => cmpf::OEQ,
+            (ElementClass::Float, _) => cmpf::UNE,
+            (ElementClass::Int, "lt") => cmpi::SLT,
+            (ElementClass::Int, "le") => cmpi::SLE,
+            (ElementClass::Int, "gt") => cmpi::SGT,
+            (ElementClass::Int, "ge") => cmpi::SGE,
+            (ElementClass::Bool, "lt") => cmpi::ULT,
+            (ElementClass::Bool, "le") => cmpi::ULE,
+            (ElementClass::Bool, "gt") => cmpi::UGT,
+            (ElementClass::Bool, "ge") => cmpi::UGE,
+            (_, "eq") => cmpi::EQ,
+            (_, _) => cmpi::NE,
+        };
+        let float = class == ElementClass::Float;
+        let inputs = [
+            (op.operands[0], op.operand_types[0]),
+            (op.operands[1], op.operand_types[1]),
+        ];
+        let value = op.emit.elementwise(&inputs, op.result(), |e, xs| {
+            e.compare(float, code, xs[0], xs[1])
+        })?;
+        Ok(vec![value])
+    }
+}
+
+impl ConvertToMlir for Select {
+    fn lowering(&self) -> &'static str {
+        "`linalg.generic` with `arith.select`"
+    }
+
+    fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
+        let inputs: Vec<_> = (0..3)
+            .map(|i| (op.operands[i], op.operand_types[i]))
+            .collect();
+        let value = op
+            .emit
+            .elementwise(&inputs, op.result(), |e, xs| e.select(xs[0], xs[1], xs[2]))?;
+        Ok(vec![value])
+    }
+}
+
+impl ConvertToMlir for Cast {
+    fn lowering(&self) -> &'static str {
+        "`linalg.generic` with `arith` conversions (`extf`, `truncf`, `sitofp`, `fptosi`, ...)"
+    }
+
+    fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
+        let (from, to) = (op.operand_types[0].element, op.result().element);
+        let value = op.emit.elementwise(
+            &[(op.operands[0], op.operand_types[0])],
+            op.result(),
+            |e, x| cast_scalar(e, x[0], from, to),
+        )?;
+        Ok(vec![value])
+    }
+}
+
+/// Converts one element from `from` to `to` with the language's cast semantics.
+pub fn cast_scalar<'c, 'b>(
+    e: &Emitter<'c, 'b>,
+    x: Value<'c, 'b>,
+    from: ElementType,
+    to: ElementType,
+) -> ConvertResult<Value<'c, 'b>> {
+    use ElementClass::{Bool, Float, Int};
+    if from == to {
+        return Ok(x);
+    }
+    let target = e.element_type(to);
+    let (fw, tw) = (from.bit_width(), to.bit_width());
+    match (from.class(), to.class()) {
+        (Float, Float) if fw == tw => {
+            // f16 <-> bf16: through f32, which holds both exactly.
+            let wide = e.op("arith.extf", &[x], Type::float32(e.context))?;
+            e.op("arith.truncf", &[wide], target)
+        }
+        (Float, Float) if fw < tw => e.op("arith.extf", &[x], target),
+        (Float, Float) => e.op("arith.truncf", &[x], target),
+        (Int, Float) => e.op("arith.sitofp", &[x], target),
+        (Bool, Float) => e.op("arith.uitofp", &[x], target),
+        (Float, Int) => e.op("arith.fptosi", &[x], target),
+        (Float, Bool) => {
+            let zero = e.const_like(x, 0.0)?;
+            e.compare(true, cmpf::UNE, x, zero)
+        }
+        (Int, Int) if fw < tw => e.op("arith.extsi", &[x], target),
+        (Int, Int) => e.op("arith.trunci", &[x], target),
+        (Bool, Int) => e.op("arith.extui", &[x], target),
+        (Int, Bool) => {
+            let zero = e.const_like(x, 0.0)?;
+            e.compare(false, cmpi::NE, x, zero)
+        }
+        (Bool, Bool) => Ok(x),
+    }
+}
+
+impl ConvertToMlir for Matmul {
+    fn lowering(&self) -> &'static str {
+        "`linalg.matmul` (rank 2), `linalg.batch_matmul` (equal rank-3 batches), else `linalg.generic` with broadcast batch maps"
+    }
+
+    fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
+        let (a, b) = (op.operand_types[0], op.operand_types[1]);
+        let result = op.result();
+        let e = &op.emit;
+        let init = e.fill(result, 0.0)?;
+        let float = result.element.is_float();
+        let element = e.element_type(result.element);
+        let (ra, rb) = (a.rank(), b.rank());
+        let same_batch = ra == rb && a.shape[..ra - 2] == b.shape[..rb - 2];
+        if ra == 2 && rb == 2 {
+            let r = e.structured(
+                "linalg.matmul",
+                &op.operands,
+                &[(init, result)],
+                vec![],
+                &[element; 3],
+                |i, x| Ok(vec![mul_add(i, float, x[0], x[1], x[2])?]),
+            )?;
+            return Ok(r);
+        }
+        if ra == 3 && same_batch {
+            let r = e.structured(
+                "linalg.batch_matmul",
+                &op.operands,
+                &[(init, result)],
+                vec![],
+                &[element; 3],
+                |i, x| Ok(vec![mul_add(i, float, x[0], x[1], x[2])?]),
+            )?;
+            return Ok(r);
+        }
+        // Broadcast batch dimensions: loops [batch..., m, n, k].
+        let batch = result.rank() - 2;
+        let batch_map = |shape: &[u64]| -> Vec<MapExpr> {
+            let offset = batch - (shape.len() - 2);
+            (0..shape.len() - 2)
+                .map(|j| {
+                    if shape[j] == 1 && result.shape[j + offset] != 1 {
+                        MapExpr::Zero
+                    } else {
+                        MapExpr::Dim(j + offset)
+                    }
+                })
+                .collect()
+        };
+        let (m, n, k) = (
+            MapExpr::Dim(batch),
+            MapExpr::Dim(batch + 1),
+            MapExpr::Dim(batch + 2),
+        );
+        let a_map = [batch_map(&a.shape), vec![m, k]].concat();
+        let b_map = [batch_map(&b.shape), vec![k, n]].concat();
+        let mut iterators = vec![IteratorKind::Parallel; batch + 2];
+        iterators.push(IteratorKind::Reduction);
+        e.generic(
+            &[
+                Indexed {
+                    value: op.operands[0],
+                    map: a_map,
+                },
+                Indexed {
+                    value: op.operands[1],
+                    map: b_map,
+                },
+            ],
+            &[(
+                Indexed {
+                    value: init,
+                    map: identity(batch + 2),
+                },
+                result,
+            )],
+            &iterators,
+            |i, x| Ok(vec![mul_add(i, float, x[0], x[1], x[2])?]),
+        )
+    }
+}
+
+/// `acc + a * b`.
+fn mul_add<'c, 'b>(
+    e: &Emitter<'c, 'b>,
+    float: bool,
+    a: Value<'c, 'b>,
+    b: Value<'c, 'b>,
+    acc: Value<'c, 'b>,
+) -> ConvertResult<Value<'c, 'b>> {
+    let (mul, add) = if float {
+        ("arith.mulf", "arith.addf")
+    } else {
+        ("arith.muli", "arith.addi")
+    };
+    let product = e.same(mul, &[a, b])?;
+    e.same(add, &[acc, product])
+}
+
+impl ConvertToMlir for Transpose {
+    fn lowering(&self) -> &'static str {
+        "`linalg.transpose`"
+    }
+
+    fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
+        Ok(vec![op.emit.transpose(
+            op.operands[0],
+            op.result(),
+            &op.int_list("perm"),
+        )?])
+    }
+}
+
+impl ConvertToMlir for Reshape {
+    fn lowering(&self) -> &'static str {
+        "`tensor.collapse_shape` and `tensor.expand_shape`"
+    }
+
+    fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
+        Ok(vec![op.emit.reshape(
+            op.operands[0],
+            op.operand_types[0],
+            op.result(),
+        )?])
+    }
+}
+
+impl ConvertToMlir for Broadcast {
+    fn lowering(&self) -> &'static str {
+        "`linalg.generic` copy with a broadcasting indexing map"
+    }
+
+    fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
+        let value = op.emit.elementwise(
+            &[(op.operands[0], op.operand_types[0])],
+            op.result(),
+            |_, x| Ok(x[0]),
+        )?;
+        Ok(vec![value])
+    }
+}
+
+impl ConvertToMlir for Concat {
+    fn lowering(&self) -> &'static str {
+        "`tensor.insert_slice` of each operand into a `tensor.empty`"
+    }
+
+    fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
+        let result = op.result();
+        let rank = result.rank() as i64;
+        let axis =
+            op.attr("axis")
+                .and_then(|a| a.as_int())
+                .map_or(0, |a| if a < 0 { a + rank } else { a }) as usize;
+        let mut dest = op.emit.empty(result)?;
+        let mut offset = 0u64;
+        for (value, ty) in op.operands.iter().zip(&op.operand_types) {
+            let mut offsets = vec![0i64; result.rank()];
+            offsets[axis] = offset as i64;
+            dest = op.emit.insert_slice(*value, ty, dest, result, &offsets)?;
+            offset += ty.shape[axis];
+        }
+        Ok(vec![dest])
+    }
+}
+
+impl ConvertToMlir for Slice {
+    fn lowering(&self) -> &'static str {
+        "`tensor.extract_slice`"
+    }
+
+    fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
+        let rank = op.result().rank();
+        let start = op.int_list("start");
+        let stride = match op.attr("stride") {
+            Some(_) => op.int_list("stride"),
+            None => vec![1; rank],
+        };
+        Ok(vec![op.emit.extract_slice(
+            op.operands[0],
+            op.result(),
+            &start,
+            &stride,
+        )?])
+    }
+}
+
+impl ConvertToMlir for Pad {
+    fn lowering(&self) -> &'static str {
+        "`linalg.fill` of the result and `tensor.insert_slice` of the operand"
+    }
+
+    fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
+        let low: Vec<u64> = op.int_list("low").iter().map(|&v| v as u64).collect();
+        let high: Vec<u64> = op.int_list("high").iter().map(|&v| v as u64).collect();
+        let value = op.attr("value").and_then(|v| v.as_f64()).unwrap_or(0.0);
+        let (padded, _) = op
+            .emit
+            .pad(op.operands[0], op.operand_types[0], &low, &high, value)?;
+        Ok(vec![padded])
+    }
+}
+
+impl ConvertToMlir for Reduce {
+    fn lowering(&self) -> &'static str {
+        "`linalg.fill` of the identity and a `linalg.generic` with reduction iterators (mean: then a division)"
+    }
+
+    fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
+        let x = op.operand_types[0];
+        let result = op.result();
+        let rank = x.rank() as i64;
+        let axes: Vec<usize> = op
+            .int_list("axes")
+            .iter()
+            .map(|&a| (if a < 0 { a + rank } else { a }) as usize)
+            .collect();
+        let keepdims = op
+            .attr("keepdims")
+            .and_then(|k| k.as_bool())
+            .unwrap_or(false);
+        let float = x.element.is_float();
+        let identity_value = match self.kind {
+            ReduceKind::Sum | ReduceKind::Mean => ReductionIdentity::Zero,
+            ReduceKind::Max => ReductionIdentity::Lowest,
+            ReduceKind::Min => ReductionIdentity::Highest,
+        };
+        let combine = match (self.kind, float) {
+            (ReduceKind::Sum | ReduceKind::Mean, true) => "arith.addf",
+            (ReduceKind::Sum | ReduceKind::Mean, false) => "arith.addi",
+            (ReduceKind::Max, true) => "arith.maximumf",
+            (ReduceKind::Max, false) => "arith.maxsi",
+            (ReduceKind::Min, true) => "arith.minimumf",
+            (ReduceKind::Min, false) => "arith.minsi",
+        };
+        let e = &op.emit;
+        let init = e.fill(result, identity_value.value(result.element))?;
+        let (out_map, iterators) = reduction_maps(x.rank(), &axes, keepdims);
+        let sums = e.generic(
+            &[Indexed {
+                value: op.operands[0],
+                map: identity(x.rank()),
+            }],
+            &[(
+                Indexed {
+                    value: init,
+                    map: out_map,
+                },
+                result,
+            )],
+            &iterators,
+            |inner, args| Ok(vec![inner.same(combine, &[args[1], args[0]])?]),
+        )?;
+        if self.kind != ReduceKind::Mean {
+            return Ok(sums);
+        }
+        let count: u64 = axes.iter().map(|&a| x.shape[a]).product();
+        let mean = e.elementwise(&[(sums[0], result)], result, |inner, s| {
+            let n = inner.const_like(s[0], count as f64)?;
+            inner.same("arith.divf", &[s[0], n])
+        })?;
+        Ok(vec![mean])
+    }
+}
+
+/// The output map and iterators of a reduction of a rank-`rank` input over `axes`.
+fn reduction_maps(
+    rank: usize,
+    axes: &[usize],
+    keepdims: bool,
+) -> (Vec<MapExpr>, Vec<IteratorKind>) {
+    let out_map = (0..rank)
+        .filter_map(|d| match (axes.contains(&d), keepdims) {
+            (false, _) => Some(MapExpr::Dim(d)),
+            (true, true) => Some(MapExpr::Zero),
+            (true, false) => None,
+        })
+        .collect();
+    let iterators = (0..rank)
+        .map(|d| {
+            if axes.contains(&d) {
+                IteratorKind::Reduction
+            } else {
+                IteratorKind::Parallel
+            }
+        })
+        .collect();
+    (out_map, iterators)
+}
+
+impl ConvertToMlir for Argmax {
+    fn lowering(&self) -> &'static str {
+        "`linalg.generic` reduction with two outputs (maximum, index from `linalg.index`)"
+    }
+
+    fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
+        let x = op.operand_types[0];
+        let rank = x.rank() as i64;
+        let axis =
+            op.attr("axis")
+                .and_then(|a| a.as_int())
+                .map_or(0, |a| if a < 0 { a + rank } else { a }) as usize;
+        let result = op.result();
+        let best_ty = result.with_element(x.element);
+        let e = &op.emit;
+        let best = e.fill(&best_ty, ReductionIdentity::Lowest.value(x.element))?;
+        let index = e.fill(result, 0.0)?;
+        let (out_map, iterators) = reduction_maps(x.rank(), &[axis], false);
+        let float = x.element.is_float();
+        let context = e.context;
+        let results = e.generic(
+            &[Indexed {
+                value: op.operands[0],
+                map: identity(x.rank()),
+            }],
+            &[
+                (
+                    Indexed {
+                        value: best,
+                        map: out_map.clone(),
+                    },
+                    &best_ty,
+                ),
+                (
+                    Indexed {
+                        value: index,
+                        map: out_map,
+                    },
+                    result,
+                ),
+            ],
+            &iterators,
+            |inner, args| {
+                let (v, best, best_index) = (args[0], args[1], args[2]);
+                let position = inner.append_value(
+                    inner
+                        .builder("linalg.index")
+                        .add_attributes(&[inner.named(
+                            "dim",
+                            IntegerAttribute::new(
+                                IntegerType::new(context, 64).into(),
+                                axis as i64,
+                            )
+                            .into(),
+                        )])
+                        .add_results(&[inner.index_type()]),
+                )?;
+                let position = inner.op(
+                    "arith.index_cast",
+                    &[position],
+                    IntegerType::new(context, 64).into(),
+                )?;
+                let greater =
+                    inner.compare(float, if float { cmpf::OGT } else { cmpi::SGT }, v, best)?;
+                let take = if float {
+                    // The first NaN wins and stays.
+                    let v_nan = inner.compare(true, cmpf::UNO, v, v)?;
+                    let best_nan = inner.compare(true, cmpf::UNO, best, best)?;
+                    let best_ok = inner.const_like(best_nan, 1.0)?;
+                    let best_not_nan = inner.same("arith.xori", &[best_nan, best_ok])?;
+                    let new_nan = inner.same("arith.andi", &[v_nan, best_not_nan])?;
+                    inner.same("arith.ori", &[greater, new_nan])?
+                } else {
+                    greater
+                };
+                Ok(vec![
+                    inner.select(take, v, best)?,
+                    inner.select(take, position, best_index)?,
+                ])
+            },
+        )?;
+        Ok(vec![results[1]])
+    }
+}
+
+impl ConvertToMlir for Constant {
+    fn lowering(&self) -> &'static str {
+        "`arith.constant dense<...>`"
+    }
+
+    fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
+        let literal = op
+            .literal
+            .ok_or_else(|| ConvertError("array.constant without its literal".into()))?;
+        Ok(vec![op.emit.constant(op.result(), literal)?])
+    }
+}

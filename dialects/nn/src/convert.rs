@@ -1,0 +1,221 @@
+//! Conversion of the `nn` layers that MLIR has named ops for: `conv2d` to
+//! `linalg.conv_2d_nhwc_hwcf`, pooling to `linalg.pooling_nhwc_max` / `_sum`. Padding becomes
+//! an explicitly padded input; the bias and the average's divisor are elementwise ops.
+
+use crate::conv::Conv2d;
+use crate::pool::{Pool, PoolKind};
+use crate::window::window_geometry;
+use melior::ir::attribute::{DenseElementsAttribute, IntegerAttribute};
+use melior::ir::r#type::{IntegerType, RankedTensorType};
+use melior::ir::{Attribute, Identifier, Value};
+use tessera::attr::Attribute as TsrAttribute;
+use tessera::mlir::emit::{ConvertError, ConvertResult, Emitter};
+use tessera::mlir::layout::ReductionIdentity;
+use tessera::mlir::lowering::{ConvertToMlir, OpConversion};
+use tessera::types::TensorType;
+
+type Results<'c, 'a> = ConvertResult<Vec<Value<'c, 'a>>>;
+
+/// Attribute `name` as two integers, `absent` when not written.
+fn pair(op: &OpConversion<'_, '_, '_>, name: &str, absent: [u64; 2]) -> [u64; 2] {
+    match op.int_list(name).as_slice() {
+        [a, b] => [*a as u64, *b as u64],
+        _ => absent,
+    }
+}
+
+/// `dense<[a, b]> : tensor<2xi64>`, the form named convolution ops take strides in.
+fn i64_pair<'c>(
+    e: &Emitter<'c, '_>,
+    name: &str,
+    values: [u64; 2],
+) -> ConvertResult<(Identifier<'c>, Attribute<'c>)> {
+    let i64_type = IntegerType::new(e.context, 64).into();
+    let elements: Vec<Attribute<'c>> = values
+        .iter()
+        .map(|&v| IntegerAttribute::new(i64_type, v as i64).into())
+        .collect();
+    let ty = RankedTensorType::new(&[2], i64_type, None).into();
+    Ok(e.named(name, DenseElementsAttribute::new(ty, &elements)?.into()))
+}
+
+/// `x` padded for a window op: `[top, bottom, left, right]` around H and W, with `value`.
+fn padded_input<'c, 'a>(
+    op: &OpConversion<'c, 'a, '_>,
+    window: [u64; 2],
+    strides: [u64; 2],
+    dilations: [u64; 2],
+    value: f64,
+) -> ConvertResult<(Value<'c, 'a>, TensorType)> {
+    let x = op.operand_types[0];
+    let padding = op
+        .attr("padding")
+        .unwrap_or(TsrAttribute::Str("valid".into()));
+    let geometry = window_geometry(
+        &padding,
+        [x.shape[1], x.shape[2]],
+        window,
+        strides,
+        dilations,
+    )
+    .map_err(|e| ConvertError(format!("{e:?}")))?;
+    let [top, bottom, left, right] = geometry.padding;
+    op.emit.pad(
+        op.operands[0],
+        x,
+        &[0, top, left, 0],
+        &[0, bottom, right, 0],
+        value,
+    )
+}
+
+impl ConvertToMlir for Conv2d {
+    fn lowering(&self) -> &'static str {
+        "`linalg.conv_2d_nhwc_hwcf` on an explicitly padded input, bias as a `linalg.generic`"
+    }
+
+    fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
+        let e = &op.emit;
+        let w = op.operand_types[1];
+        let result = op.result();
+        let strides = pair(op, "strides", [1, 1]);
+        let dilations = pair(op, "dilations", [1, 1]);
+        let (input, _) = padded_input(op, [w.shape[0], w.shape[1]], strides, dilations, 0.0)?;
+        let init = e.fill(result, 0.0)?;
+        let element = e.element_type(result.element);
+        let attributes = vec![
+            i64_pair(e, "strides", strides)?,
+            i64_pair(e, "dilations", dilations)?,
+        ];
+        let conv = e.structured(
+            "linalg.conv_2d_nhwc_hwcf",
+            &[input, op.operands[1]],
+            &[(init, result)],
+            attributes,
+            &[element; 3],
+            |inner, x| {
+                let product = inner.same("arith.mulf", &[x[0], x[1]])?;
+                Ok(vec![inner.same("arith.addf", &[x[2], product])?])
+            },
+        )?[0];
+        let Some((&bias, &bias_ty)) = op.operands.get(2).zip(op.operand_types.get(2)) else {
+            return Ok(vec![conv]);
+        };
+        let sum = e.elementwise(&[(conv, result), (bias, bias_ty)], result, |inner, x| {
+            inner.same("arith.addf", &[x[0], x[1]])
+        })?;
+        Ok(vec![sum])
+    }
+}
+
+impl ConvertToMlir for Pool {
+    fn lowering(&self) -> &'static str {
+        "`linalg.pooling_nhwc_max` / `linalg.pooling_nhwc_sum` on a padded input; the average divides by a pooled count of in-input positions"
+    }
+
+    fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
+        let window = pair(op, "window", [1, 1]);
+        let strides = pair(op, "strides", window);
+        let result = op.result();
+        let element = result.element;
+        let e = &op.emit;
+        match self.kind {
+            PoolKind::Max => {
+                let lowest = ReductionIdentity::Lowest.value(element);
+                let (input, _) = padded_input(op, window, strides, [1, 1], lowest)?;
+                Ok(vec![pool(
+                    e,
+                    "linalg.pooling_nhwc_max",
+                    "arith.maximumf",
+                    input,
+                    window,
+                    strides,
+                    result,
+                    lowest,
+                )?])
+            }
+            PoolKind::Avg => {
+                let (input, _) = padded_input(op, window, strides, [1, 1], 0.0)?;
+                let sums = pool(
+                    e,
+                    "linalg.pooling_nhwc_sum",
+                    "arith.addf",
+                    input,
+                    window,
+                    strides,
+                    result,
+                    0.0,
+                )?;
+                // How many positions of each window lie inside the input: the same sum over
+                // a padded tensor of ones (one image, one channel), broadcast over N and C.
+                let x = op.operand_types[0];
+                let ones_ty = TensorType::new(vec![1, x.shape[1], x.shape[2], 1], element);
+                let ones = e.splat(&ones_ty, 1.0)?;
+                let padding = op
+                    .attr("padding")
+                    .unwrap_or(TsrAttribute::Str("valid".into()));
+                let geometry =
+                    window_geometry(&padding, [x.shape[1], x.shape[2]], window, strides, [1, 1])
+                        .map_err(|err| ConvertError(format!("{err:?}")))?;
+                let [top, bottom, left, right] = geometry.padding;
+                let (padded_ones, _) = e.pad(
+                    ones,
+                    &ones_ty,
+                    &[0, top, left, 0],
+                    &[0, bottom, right, 0],
+                    0.0,
+                )?;
+                let count_ty =
+                    TensorType::new(vec![1, result.shape[1], result.shape[2], 1], element);
+                let counts = pool(
+                    e,
+                    "linalg.pooling_nhwc_sum",
+                    "arith.addf",
+                    padded_ones,
+                    window,
+                    strides,
+                    &count_ty,
+                    0.0,
+                )?;
+                let mean = e.elementwise(
+                    &[(sums, result), (counts, &count_ty)],
+                    result,
+                    |inner, x| inner.same("arith.divf", &[x[0], x[1]]),
+                )?;
+                Ok(vec![mean])
+            }
+        }
+    }
+}
+
+/// A named NHWC pooling op over `input` with a `window`, combining with `combine`, into a
+/// tensor of `result` type filled with `init`.
+#[allow(clippy::too_many_arguments)]
+fn pool<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    name: &str,
+    combine: &'static str,
+    input: Value<'c, 'a>,
+    window: [u64; 2],
+    strides: [u64; 2],
+    result: &TensorType,
+    init: f64,
+) -> ConvertResult<Value<'c, 'a>> {
+    let window_ty = TensorType::new(window.to_vec(), result.element);
+    let window_tensor = e.empty(&window_ty)?;
+    let output = e.fill(result, init)?;
+    let element = e.element_type(result.element);
+    let attributes = vec![
+        i64_pair(e, "strides", strides)?,
+        i64_pair(e, "dilations", [1, 1])?,
+    ];
+    let pooled = e.structured(
+        name,
+        &[input, window_tensor],
+        &[(output, result)],
+        attributes,
+        &[element; 3],
+        |inner, x| Ok(vec![inner.same(combine, &[x[2], x[0]])?]),
+    )?;
+    Ok(pooled[0])
+}

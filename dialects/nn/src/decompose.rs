@@ -1,0 +1,313 @@
+//! How `nn` layers that are compositions become `array` ops (the `tessera-decompose` pass):
+//! dense, activations, normalizations and attention. Each decomposition is the formula in
+//! the op's documentation, written with the numerically stable forms (maximum subtracted
+//! before `exp`, centered variance). Fusion later merges the elementwise parts again.
+
+use crate::activation::{Activation, ActivationKind};
+use crate::attention::Attention;
+use crate::dense::Dense;
+use crate::norm::{BatchNorm, LayerNorm};
+use tessera::attr::{Attribute, DenseValue, Scalar};
+use tessera::dialect::OpDef;
+use tessera::infer::normalize_axis;
+use tessera::ir::ValueId;
+use tessera::transforms::decompose::{Decompose, DecomposeError, DecomposeOp, GraphBuilder};
+use tessera::types::{ElementType, TensorType};
+use tessera_array::constant::CONSTANT;
+use tessera_array::elementwise::{ADD, DIV, ERF, EXP, LOG, MAX, MUL, NEG, RSQRT, SUB, TANH};
+use tessera_array::layout::{RESHAPE, TRANSPOSE};
+use tessera_array::matmul::MATMUL;
+use tessera_array::reduce::{REDUCE_MAX, REDUCE_MEAN, REDUCE_SUM};
+
+type Built = Result<ValueId, DecomposeError>;
+
+/// Shorthands over a graph builder for the ops decompositions use.
+struct Ops<'b, 'f> {
+    b: &'b mut GraphBuilder<'f>,
+}
+
+impl Ops<'_, '_> {
+    fn unary(&mut self, def: &'static dyn OpDef, x: ValueId) -> Built {
+        self.b.op(def, &[x], &[], None, None)
+    }
+
+    fn binary(&mut self, def: &'static dyn OpDef, x: ValueId, y: ValueId) -> Built {
+        self.b.op(def, &[x, y], &[], None, None)
+    }
+
+    /// A rank-0 constant of `element` type, broadcast by whatever uses it.
+    fn scalar(&mut self, element: ElementType, value: f64) -> Built {
+        let literal = DenseValue::Splat(Scalar::Float(value));
+        self.b.op(
+            &CONSTANT,
+            &[],
+            &[],
+            Some(literal),
+            Some(TensorType::new(vec![], element)),
+        )
+    }
+
+    fn reduce(&mut self, def: &'static dyn OpDef, x: ValueId, axes: &[usize]) -> Built {
+        let axes = Attribute::List(axes.iter().map(|&a| Attribute::Int(a as i64)).collect());
+        self.b.op(
+            def,
+            &[x],
+            &[("axes", axes), ("keepdims", Attribute::Bool(true))],
+            None,
+            None,
+        )
+    }
+
+    fn reshape(&mut self, x: ValueId, shape: Vec<u64>) -> Built {
+        let ty = TensorType::new(shape, self.b.ty(x).element);
+        self.b.op(&RESHAPE, &[x], &[], None, Some(ty))
+    }
+
+    fn element(&self, x: ValueId) -> ElementType {
+        self.b.ty(x).element
+    }
+
+    /// `1 / (1 + e^(-x))`.
+    fn sigmoid(&mut self, x: ValueId) -> Built {
+        let one = self.scalar(self.element(x), 1.0)?;
+        let minus = self.unary(&NEG, x)?;
+        let exp = self.unary(&EXP, minus)?;
+        let denominator = self.binary(&ADD, one, exp)?;
+        self.binary(&DIV, one, denominator)
+    }
+
+    /// `x - max_axis(x)`, the stable shift of softmax.
+    fn shifted(&mut self, x: ValueId, axis: usize) -> Built {
+        let max = self.reduce(&REDUCE_MAX, x, &[axis])?;
+        self.binary(&SUB, x, max)
+    }
+}
+
+/// The op's `axis` attribute, normalized for a rank-`rank` operand.
+fn axis(op: &DecomposeOp<'_>, rank: usize) -> usize {
+    let axis = op.attr("axis").and_then(|a| a.as_int()).unwrap_or(-1);
+    normalize_axis(axis, rank).unwrap_or(0)
+}
+
+impl Decompose for Dense {
+    fn lowering(&self) -> &'static str {
+        "`array.matmul` (leading dimensions folded into one by `array.reshape`) and `array.add` of the bias: fusion merges the bias add into the matmul's consumer loop"
+    }
+
+    fn decompose(
+        &self,
+        b: &mut GraphBuilder<'_>,
+        op: &DecomposeOp<'_>,
+    ) -> Result<Vec<ValueId>, DecomposeError> {
+        let mut ops = Ops { b };
+        let (x, w) = (op.operands[0], op.operands[1]);
+        let x_shape = ops.b.ty(x).shape.clone();
+        let k = x_shape[x_shape.len() - 1];
+        let rows: u64 = x_shape[..x_shape.len() - 1].iter().product();
+        // matmul wants [M, K]: fold every leading dimension into M, and unfold after.
+        let product = if x_shape.len() == 2 {
+            ops.binary(&MATMUL, x, w)?
+        } else {
+            let matrix = ops.reshape(x, vec![rows, k])?;
+            let product = ops.binary(&MATMUL, matrix, w)?;
+            ops.reshape(product, op.result_types[0].shape.clone())?
+        };
+        let result = match op.operands.get(2) {
+            Some(&bias) => ops.binary(&ADD, product, bias)?,
+            None => product,
+        };
+        Ok(vec![result])
+    }
+}
+
+impl Decompose for Activation {
+    fn lowering(&self) -> &'static str {
+        "`array` elementwise ops (`max`, `exp`, `div`, `erf`/`tanh`, ...); softmax and log_softmax subtract `reduce_max` before `exp`"
+    }
+
+    fn decompose(
+        &self,
+        b: &mut GraphBuilder<'_>,
+        op: &DecomposeOp<'_>,
+    ) -> Result<Vec<ValueId>, DecomposeError> {
+        let mut ops = Ops { b };
+        let x = op.operands[0];
+        let element = ops.element(x);
+        let rank = ops.b.ty(x).rank();
+        let result = match self.kind {
+            ActivationKind::Relu => {
+                let zero = ops.scalar(element, 0.0)?;
+                ops.binary(&MAX, x, zero)?
+            }
+            ActivationKind::Sigmoid => ops.sigmoid(x)?,
+            ActivationKind::Silu => {
+                let s = ops.sigmoid(x)?;
+                ops.binary(&MUL, x, s)?
+            }
+            ActivationKind::Gelu => {
+                let tanh_form = op
+                    .attr("approximate")
+                    .and_then(|a| a.as_str().map(|s| s == "tanh"))
+                    .unwrap_or(false);
+                let inner = if tanh_form {
+                    // tanh(sqrt(2/pi) (x + 0.044715 x^3))
+                    let cube = ops.binary(&MUL, x, x)?;
+                    let cube = ops.binary(&MUL, cube, x)?;
+                    let c = ops.scalar(element, 0.044715)?;
+                    let term = ops.binary(&MUL, c, cube)?;
+                    let sum = ops.binary(&ADD, x, term)?;
+                    let k = ops.scalar(element, (2.0 / std::f64::consts::PI).sqrt())?;
+                    let arg = ops.binary(&MUL, k, sum)?;
+                    ops.unary(&TANH, arg)?
+                } else {
+                    let k = ops.scalar(element, std::f64::consts::FRAC_1_SQRT_2)?;
+                    let arg = ops.binary(&MUL, x, k)?;
+                    ops.unary(&ERF, arg)?
+                };
+                let one = ops.scalar(element, 1.0)?;
+                let half = ops.scalar(element, 0.5)?;
+                let factor = ops.binary(&ADD, one, inner)?;
+                let half_x = ops.binary(&MUL, half, x)?;
+                ops.binary(&MUL, half_x, factor)?
+            }
+            ActivationKind::Softmax => {
+                let axis = axis(op, rank);
+                let shifted = ops.shifted(x, axis)?;
+                let exp = ops.unary(&EXP, shifted)?;
+                let sum = ops.reduce(&REDUCE_SUM, exp, &[axis])?;
+                ops.binary(&DIV, exp, sum)?
+            }
+            ActivationKind::LogSoftmax => {
+                let axis = axis(op, rank);
+                let shifted = ops.shifted(x, axis)?;
+                let exp = ops.unary(&EXP, shifted)?;
+                let sum = ops.reduce(&REDUCE_SUM, exp, &[axis])?;
+                let log = ops.unary(&LOG, sum)?;
+                ops.binary(&SUB, shifted, log)?
+            }
+        };
+        Ok(vec![result])
+    }
+}
+
+impl Decompose for LayerNorm {
+    fn lowering(&self) -> &'static str {
+        "`array.reduce_mean`, centering, `reduce_mean` of squares, `rsqrt`, scale and offset"
+    }
+
+    fn decompose(
+        &self,
+        b: &mut GraphBuilder<'_>,
+        op: &DecomposeOp<'_>,
+    ) -> Result<Vec<ValueId>, DecomposeError> {
+        let mut ops = Ops { b };
+        let (x, gamma, beta) = (op.operands[0], op.operands[1], op.operands[2]);
+        let rank = ops.b.ty(x).rank();
+        let axes: Vec<usize> = (axis(op, rank)..rank).collect();
+        let epsilon = op
+            .attr("epsilon")
+            .and_then(|e| e.as_f64())
+            .unwrap_or(1.0e-5);
+        let element = ops.element(x);
+        let mean = ops.reduce(&REDUCE_MEAN, x, &axes)?;
+        let centered = ops.binary(&SUB, x, mean)?;
+        let square = ops.binary(&MUL, centered, centered)?;
+        let variance = ops.reduce(&REDUCE_MEAN, square, &axes)?;
+        let eps = ops.scalar(element, epsilon)?;
+        let shifted = ops.binary(&ADD, variance, eps)?;
+        let inverse = ops.unary(&RSQRT, shifted)?;
+        let normalized = ops.binary(&MUL, centered, inverse)?;
+        let scaled = ops.binary(&MUL, normalized, gamma)?;
+        Ok(vec![ops.binary(&ADD, scaled, beta)?])
+    }
+}
+
+impl Decompose for BatchNorm {
+    fn lowering(&self) -> &'static str {
+        "`array` elementwise ops: `(x - mean) * (rsqrt(variance + epsilon) * scale) + offset`"
+    }
+
+    fn decompose(
+        &self,
+        b: &mut GraphBuilder<'_>,
+        op: &DecomposeOp<'_>,
+    ) -> Result<Vec<ValueId>, DecomposeError> {
+        let mut ops = Ops { b };
+        let [x, scale, offset, mean, variance] = [0, 1, 2, 3, 4].map(|i| op.operands[i]);
+        let epsilon = op
+            .attr("epsilon")
+            .and_then(|e| e.as_f64())
+            .unwrap_or(1.0e-3);
+        let eps = ops.scalar(ops.element(x), epsilon)?;
+        let shifted = ops.binary(&ADD, variance, eps)?;
+        let inverse = ops.unary(&RSQRT, shifted)?;
+        let factor = ops.binary(&MUL, inverse, scale)?;
+        let centered = ops.binary(&SUB, x, mean)?;
+        let scaled = ops.binary(&MUL, centered, factor)?;
+        Ok(vec![ops.binary(&ADD, scaled, offset)?])
+    }
+}
+
+impl Decompose for Attention {
+    fn lowering(&self) -> &'static str {
+        "`array.transpose`, `array.matmul`, a scale, a constant causal mask when asked, `nn.softmax`, `array.matmul`"
+    }
+
+    fn decompose(
+        &self,
+        b: &mut GraphBuilder<'_>,
+        op: &DecomposeOp<'_>,
+    ) -> Result<Vec<ValueId>, DecomposeError> {
+        let mut ops = Ops { b };
+        let (q, k, v) = (op.operands[0], op.operands[1], op.operands[2]);
+        let q_ty = ops.b.ty(q).clone();
+        let k_ty = ops.b.ty(k).clone();
+        let rank = q_ty.rank();
+        let (lq, lk, d) = (
+            q_ty.shape[rank - 2],
+            k_ty.shape[rank - 2],
+            q_ty.shape[rank - 1],
+        );
+        let mut perm: Vec<Attribute> = (0..rank as i64).map(Attribute::Int).collect();
+        perm.swap(rank - 2, rank - 1);
+        let kt = ops.b.op(
+            &TRANSPOSE,
+            &[k],
+            &[("perm", Attribute::List(perm))],
+            None,
+            None,
+        )?;
+        let scores = ops.binary(&MATMUL, q, kt)?;
+        let scale = op
+            .attr("scale")
+            .and_then(|s| s.as_f64())
+            .unwrap_or(1.0 / (d as f64).sqrt());
+        let scale = ops.scalar(q_ty.element, scale)?;
+        let mut scaled = ops.binary(&MUL, scores, scale)?;
+        if op.attr("causal").and_then(|c| c.as_bool()).unwrap_or(false) {
+            // 0 where key j <= query i, -inf after (top-left aligned).
+            let mask: Vec<Scalar> = (0..lq)
+                .flat_map(|i| {
+                    (0..lk).map(move |j| Scalar::Float(if j > i { f64::NEG_INFINITY } else { 0.0 }))
+                })
+                .collect();
+            let ty = TensorType::new(vec![lq, lk], q_ty.element);
+            let mask = ops.b.op(
+                &CONSTANT,
+                &[],
+                &[],
+                Some(DenseValue::Elements(mask)),
+                Some(ty),
+            )?;
+            scaled = ops.binary(&ADD, scaled, mask)?;
+        }
+        let softmax = ops.b.op(
+            &crate::activation::SOFTMAX,
+            &[scaled],
+            &[("axis", Attribute::Int(-1))],
+            None,
+            None,
+        )?;
+        Ok(vec![ops.binary(&MATMUL, softmax, v)?])
+    }
+}

@@ -1,0 +1,863 @@
+//! NumPy `.npy` files: host tensors read from format versions 1.0, 2.0 and 3.0, and written
+//! as version 1.0, little-endian and in C order.
+//!
+//! The dtypes are those with an element type here: `<f2` (f16), `<f4` (f32), `<f8` (f64),
+//! `|i1` (i8), `<i4` (i32), `<i8` (i64) and `|b1` (i1). bf16 has no NumPy dtype, so writing
+//! a bf16 tensor is an error ([`NpyError::UnsupportedElement`]) rather than a silent
+//! conversion: the caller chooses the type to cast to.
+
+use crate::exec::tensor::{Tensor, TensorData};
+use crate::types::{ElementType, TensorType};
+use half::f16;
+use std::fmt;
+
+/// The magic string that starts every `.npy` file.
+const MAGIC: &[u8; 6] = b"\x93NUMPY";
+
+/// The header (with the preamble before it) is padded to a multiple of this many bytes.
+const ALIGN: usize = 64;
+
+/// The dtypes read and written, with their element types.
+const DTYPES: [(&str, ElementType); 7] = [
+    ("<f2", ElementType::F16),
+    ("<f4", ElementType::F32),
+    ("<f8", ElementType::F64),
+    ("|i1", ElementType::I8),
+    ("<i4", ElementType::I32),
+    ("<i8", ElementType::I64),
+    ("|b1", ElementType::I1),
+];
+
+/// The supported dtypes, for messages.
+const SUPPORTED: &str =
+    "'<f2' (f16), '<f4' (f32), '<f8' (f64), '|i1' (i8), '<i4' (i32), '<i8' (i64), '|b1' (bool)";
+
+/// Why bytes are not a readable `.npy` file, or a tensor cannot be written as one.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NpyError {
+    /// The bytes do not start with `\x93NUMPY`.
+    #[error("not an .npy file: it does not start with the magic string \\x93NUMPY")]
+    BadMagic,
+    /// A format version other than 1.0, 2.0 and 3.0.
+    #[error(
+        "unsupported .npy format version {major}.{minor}: versions 1.0, 2.0 and 3.0 are supported"
+    )]
+    UnsupportedVersion {
+        /// The major version byte.
+        major: u8,
+        /// The minor version byte.
+        minor: u8,
+    },
+    /// The header is cut short or is not the dictionary NumPy writes.
+    #[error("malformed .npy header: {0}")]
+    MalformedHeader(String),
+    /// The array is stored in Fortran (column-major) order.
+    #[error("fortran_order is True: only C-order arrays are supported")]
+    FortranOrder,
+    /// A dtype without an element type here (big-endian, unsigned, complex, structured, ...).
+    #[error("unsupported dtype {0}: supported are {SUPPORTED}")]
+    UnsupportedDtype(String),
+    /// Fewer data bytes than the shape and dtype need.
+    #[error("truncated data: expected {expected} bytes, found {found}")]
+    Truncated {
+        /// Bytes the shape and dtype need.
+        expected: u64,
+        /// Bytes after the header.
+        found: u64,
+    },
+    /// More data bytes than the shape and dtype need.
+    #[error("unexpected data after the array: expected {expected} bytes, found {found}")]
+    TrailingData {
+        /// Bytes the shape and dtype need.
+        expected: u64,
+        /// Bytes after the header.
+        found: u64,
+    },
+    /// A dimension, the element count or the byte count does not fit in 63 bits.
+    #[error("shape {0} is too large: dimensions and element counts must fit in i64")]
+    ShapeOverflow(String),
+    /// A `|b1` byte other than 0 and 1.
+    #[error("element {index} of a bool array is the byte {byte:#04x}, not 0 or 1")]
+    InvalidBool {
+        /// The element's row-major index.
+        index: usize,
+        /// Its byte.
+        byte: u8,
+    },
+    /// Writing an element type that has no NumPy dtype.
+    #[error("{0} has no NumPy dtype, so it has no .npy output: cast to f16, f32, f64, i8, i32, i64 or i1 first")]
+    UnsupportedElement(ElementType),
+    /// Writing a tensor whose elements do not fit its type.
+    #[error("the tensor cannot be written: it {0}")]
+    InvalidTensor(String),
+}
+
+/// Reads a `.npy` file (format 1.0, 2.0 or 3.0) of one of the supported dtypes, in C order.
+pub fn read_npy(bytes: &[u8]) -> Result<Tensor, NpyError> {
+    if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
+        return Err(NpyError::BadMagic);
+    }
+    let (major, minor) = match bytes.get(6..8) {
+        Some(&[major, minor]) => (major, minor),
+        _ => return Err(malformed("the file ends before the format version")),
+    };
+    let length_size = match (major, minor) {
+        (1, 0) => 2,
+        (2, 0) | (3, 0) => 4,
+        _ => return Err(NpyError::UnsupportedVersion { major, minor }),
+    };
+    let header_start = 8 + length_size;
+    let length_bytes = bytes
+        .get(8..header_start)
+        .ok_or_else(|| malformed("the file ends inside the header length"))?;
+    let header_len = length_bytes
+        .iter()
+        .rev()
+        .fold(0usize, |n, &b| (n << 8) | usize::from(b));
+    let header_bytes = bytes
+        .get(header_start..header_start + header_len)
+        .ok_or_else(|| {
+            malformed(format!(
+                "the header length is {header_len} bytes, but only {} follow",
+                bytes.len() - header_start
+            ))
+        })?;
+    let header: String = if major == 3 {
+        std::str::from_utf8(header_bytes)
+            .map_err(|_| malformed("the header is not UTF-8"))?
+            .to_string()
+    } else {
+        // Versions 1.0 and 2.0 are Latin-1: every byte is the code point of its value.
+        header_bytes.iter().map(|&b| char::from(b)).collect()
+    };
+    let (element, shape) = parse_header(&header)?;
+    let ty = TensorType::new(shape, element);
+    let count = ty
+        .num_elements()
+        .filter(|&n| n <= i64::MAX as u64 && ty.shape.iter().all(|&d| d <= i64::MAX as u64));
+    let expected = count
+        .and_then(|n| n.checked_mul(item_size(element)))
+        .filter(|&n| n <= i64::MAX as u64)
+        .ok_or_else(|| NpyError::ShapeOverflow(shape_tuple(&ty.shape)))?;
+    let data = &bytes[header_start + header_len..];
+    let found = data.len() as u64;
+    if found < expected {
+        return Err(NpyError::Truncated { expected, found });
+    }
+    if found > expected {
+        return Err(NpyError::TrailingData { expected, found });
+    }
+    let data = decode(element, data)?;
+    Ok(Tensor { ty, data })
+}
+
+/// Writes `tensor` as a `.npy` file of format 1.0 (2.0 when the header exceeds 65535 bytes,
+/// as NumPy does), little-endian, C order, the header padded with spaces to a multiple of 64
+/// bytes and ended by a newline.
+pub fn write_npy(tensor: &Tensor) -> Result<Vec<u8>, NpyError> {
+    let element = tensor.ty.element;
+    let descr = DTYPES
+        .iter()
+        .find(|(_, e)| *e == element)
+        .map(|(d, _)| *d)
+        .ok_or(NpyError::UnsupportedElement(element))?;
+    if let Some(problem) = tensor.inconsistency() {
+        return Err(NpyError::InvalidTensor(problem));
+    }
+    let dict = format!(
+        "{{'descr': '{descr}', 'fortran_order': False, 'shape': {}, }}",
+        shape_tuple(&tensor.ty.shape)
+    );
+    // The header (dictionary, spaces, newline) after the preamble (magic, version, length).
+    let header_len = |preamble: usize| {
+        let unpadded = preamble + dict.len() + 1;
+        dict.len() + (ALIGN - unpadded % ALIGN) % ALIGN + 1
+    };
+    let (version, length_size) = if header_len(10) <= usize::from(u16::MAX) {
+        (1, 2)
+    } else {
+        (2, 4)
+    };
+    let header_len = header_len(MAGIC.len() + 2 + length_size);
+    let padding = header_len - dict.len() - 1;
+    let mut out = Vec::with_capacity(MAGIC.len() + 2 + length_size + header_len + tensor.len() * 8);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&[version, 0]);
+    out.extend_from_slice(&header_len.to_le_bytes()[..length_size]);
+    out.extend_from_slice(dict.as_bytes());
+    out.resize(out.len() + padding, b' ');
+    out.push(b'\n');
+    encode(element, &tensor.data, &mut out);
+    Ok(out)
+}
+
+/// A [`NpyError::MalformedHeader`].
+fn malformed(message: impl Into<String>) -> NpyError {
+    NpyError::MalformedHeader(message.into())
+}
+
+/// Bytes per element of `element` in a `.npy` file.
+fn item_size(element: ElementType) -> u64 {
+    match element {
+        ElementType::I1 | ElementType::I8 => 1,
+        ElementType::F16 | ElementType::BF16 => 2,
+        ElementType::F32 | ElementType::I32 => 4,
+        ElementType::F64 | ElementType::I64 => 8,
+    }
+}
+
+/// A shape as Python writes a tuple: `()`, `(5,)`, `(2, 3)`.
+fn shape_tuple(shape: &[u64]) -> String {
+    match shape {
+        [] => "()".into(),
+        [d] => format!("({d},)"),
+        _ => {
+            let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+            format!("({})", dims.join(", "))
+        }
+    }
+}
+
+/// Little-endian elements of `element` to host data (lengths already checked).
+fn decode(element: ElementType, data: &[u8]) -> Result<TensorData, NpyError> {
+    fn chunks<const N: usize>(data: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
+        data.chunks_exact(N).map(|c| {
+            let mut bytes = [0; N];
+            bytes.copy_from_slice(c);
+            bytes
+        })
+    }
+    Ok(match element {
+        ElementType::F16 => TensorData::Float(
+            chunks(data)
+                .map(|b| f16::from_bits(u16::from_le_bytes(b)).to_f64())
+                .collect(),
+        ),
+        ElementType::F32 => TensorData::Float(
+            chunks(data)
+                .map(|b| f64::from(f32::from_le_bytes(b)))
+                .collect(),
+        ),
+        ElementType::F64 => TensorData::Float(chunks(data).map(f64::from_le_bytes).collect()),
+        ElementType::BF16 => return Err(NpyError::UnsupportedElement(element)),
+        ElementType::I8 => TensorData::Int(data.iter().map(|&b| i64::from(b as i8)).collect()),
+        ElementType::I32 => TensorData::Int(
+            chunks(data)
+                .map(|b| i64::from(i32::from_le_bytes(b)))
+                .collect(),
+        ),
+        ElementType::I64 => TensorData::Int(chunks(data).map(i64::from_le_bytes).collect()),
+        ElementType::I1 => TensorData::Bool(
+            data.iter()
+                .enumerate()
+                .map(|(index, &byte)| match byte {
+                    0 => Ok(false),
+                    1 => Ok(true),
+                    _ => Err(NpyError::InvalidBool { index, byte }),
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+    })
+}
+
+/// Host data of `element` (consistent with it) as little-endian bytes, appended to `out`.
+fn encode(element: ElementType, data: &TensorData, out: &mut Vec<u8>) {
+    match data {
+        TensorData::Float(values) => {
+            for &v in values {
+                match element {
+                    ElementType::F16 => out.extend_from_slice(&f16::from_f64(v).to_le_bytes()),
+                    ElementType::F32 => out.extend_from_slice(&(v as f32).to_le_bytes()),
+                    _ => out.extend_from_slice(&v.to_le_bytes()),
+                }
+            }
+        }
+        TensorData::Int(values) => {
+            for &v in values {
+                match element {
+                    ElementType::I8 => out.push(v as i8 as u8),
+                    ElementType::I32 => out.extend_from_slice(&(v as i32).to_le_bytes()),
+                    _ => out.extend_from_slice(&v.to_le_bytes()),
+                }
+            }
+        }
+        TensorData::Bool(values) => out.extend(values.iter().map(|&b| u8::from(b))),
+    }
+}
+
+/// A value of the Python literal that a header holds.
+#[derive(Clone, Debug, PartialEq)]
+enum Literal {
+    Str(String),
+    Bool(bool),
+    Int(u64),
+    Tuple(Vec<Literal>),
+    List(Vec<Literal>),
+    Dict(Vec<(Literal, Literal)>),
+}
+
+impl fmt::Display for Literal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let items = |f: &mut fmt::Formatter<'_>, items: &[Literal]| {
+            let texts: Vec<String> = items.iter().map(Literal::to_string).collect();
+            f.write_str(&texts.join(", "))
+        };
+        match self {
+            Literal::Str(s) => write!(f, "'{s}'"),
+            Literal::Bool(true) => f.write_str("True"),
+            Literal::Bool(false) => f.write_str("False"),
+            Literal::Int(v) => write!(f, "{v}"),
+            Literal::Tuple(values) => {
+                f.write_str("(")?;
+                items(f, values)?;
+                f.write_str(if values.len() == 1 { ",)" } else { ")" })
+            }
+            Literal::List(values) => {
+                f.write_str("[")?;
+                items(f, values)?;
+                f.write_str("]")
+            }
+            Literal::Dict(entries) => {
+                let texts: Vec<String> = entries.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+                write!(f, "{{{}}}", texts.join(", "))
+            }
+        }
+    }
+}
+
+/// The element type and shape a header describes.
+fn parse_header(header: &str) -> Result<(ElementType, Vec<u64>), NpyError> {
+    let mut parser = LiteralParser {
+        chars: header.chars().collect(),
+        at: 0,
+    };
+    let Literal::Dict(entries) = parser.value()? else {
+        return Err(malformed("the header is not a dictionary"));
+    };
+    parser.skip_space();
+    if parser.at != parser.chars.len() {
+        return Err(malformed("unexpected text after the header dictionary"));
+    }
+    let mut descr = None;
+    let mut fortran_order = None;
+    let mut shape = None;
+    for (key, value) in entries {
+        let slot = match &key {
+            Literal::Str(k) if k == "descr" => &mut descr,
+            Literal::Str(k) if k == "fortran_order" => &mut fortran_order,
+            Literal::Str(k) if k == "shape" => &mut shape,
+            _ => {
+                return Err(malformed(format!(
+                    "unexpected key {key}: the keys are 'descr', 'fortran_order' and 'shape'"
+                )))
+            }
+        };
+        if slot.replace(value).is_some() {
+            return Err(malformed(format!("key {key} appears twice")));
+        }
+    }
+    let missing = |name: &str| malformed(format!("key '{name}' is missing"));
+    let descr = descr.ok_or_else(|| missing("descr"))?;
+    let fortran_order = fortran_order.ok_or_else(|| missing("fortran_order"))?;
+    let shape = shape.ok_or_else(|| missing("shape"))?;
+    match fortran_order {
+        Literal::Bool(false) => {}
+        Literal::Bool(true) => return Err(NpyError::FortranOrder),
+        other => {
+            return Err(malformed(format!(
+                "'fortran_order' is {other}, not True or False"
+            )))
+        }
+    }
+    let element = match &descr {
+        Literal::Str(d) => DTYPES.iter().find(|(name, _)| name == d).map(|(_, e)| *e),
+        _ => None,
+    }
+    .ok_or_else(|| NpyError::UnsupportedDtype(descr.to_string()))?;
+    let dims = match &shape {
+        Literal::Tuple(dims) => dims
+            .iter()
+            .map(|d| match d {
+                Literal::Int(v) => Some(*v),
+                _ => None,
+            })
+            .collect::<Option<Vec<u64>>>(),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        malformed(format!(
+            "'shape' is {shape}, not a tuple of non-negative integers"
+        ))
+    })?;
+    Ok((element, dims))
+}
+
+/// A recursive-descent parser of the Python literals a header may hold: dictionaries, tuples,
+/// lists, strings without escapes, `True`, `False` and non-negative integers.
+struct LiteralParser {
+    chars: Vec<char>,
+    at: usize,
+}
+
+/// How deeply literals may nest: a header is flat; this only stops runaway recursion.
+const MAX_NESTING: usize = 16;
+
+impl LiteralParser {
+    fn skip_space(&mut self) {
+        while self.chars.get(self.at).is_some_and(|c| c.is_whitespace()) {
+            self.at += 1;
+        }
+    }
+
+    fn peek(&mut self) -> Option<char> {
+        self.skip_space();
+        self.chars.get(self.at).copied()
+    }
+
+    fn expect(&mut self, wanted: char) -> Result<(), NpyError> {
+        match self.peek() {
+            Some(c) if c == wanted => {
+                self.at += 1;
+                Ok(())
+            }
+            Some(c) => Err(malformed(format!(
+                "expected '{wanted}' at offset {}, found '{c}'",
+                self.at
+            ))),
+            None => Err(malformed(format!(
+                "expected '{wanted}', but the header ends"
+            ))),
+        }
+    }
+
+    fn value(&mut self) -> Result<Literal, NpyError> {
+        self.nested(0)
+    }
+
+    fn nested(&mut self, depth: usize) -> Result<Literal, NpyError> {
+        if depth > MAX_NESTING {
+            return Err(malformed("literals nest too deeply"));
+        }
+        match self.peek() {
+            Some('{') => {
+                let mut entries = Vec::new();
+                self.sequence('{', '}', |p| {
+                    let key = p.nested(depth + 1)?;
+                    p.expect(':')?;
+                    entries.push((key, p.nested(depth + 1)?));
+                    Ok(())
+                })?;
+                Ok(Literal::Dict(entries))
+            }
+            Some(open @ ('(' | '[')) => {
+                let close = if open == '(' { ')' } else { ']' };
+                let mut items = Vec::new();
+                let trailing_comma = self.sequence(open, close, |p| {
+                    items.push(p.nested(depth + 1)?);
+                    Ok(())
+                })?;
+                match (open, items.len(), trailing_comma) {
+                    // `(5)` is the integer 5 in Python, not a tuple.
+                    ('(', 1, false) => Ok(items.remove(0)),
+                    ('(', _, _) => Ok(Literal::Tuple(items)),
+                    _ => Ok(Literal::List(items)),
+                }
+            }
+            Some(quote @ ('\'' | '"')) => {
+                self.at += 1;
+                let start = self.at;
+                while let Some(&c) = self.chars.get(self.at) {
+                    if c == quote {
+                        let text: String = self.chars[start..self.at].iter().collect();
+                        self.at += 1;
+                        return Ok(Literal::Str(text));
+                    }
+                    if c == '\\' {
+                        return Err(malformed("escape sequences in strings are not supported"));
+                    }
+                    self.at += 1;
+                }
+                Err(malformed("a string is not closed"))
+            }
+            Some(c) if c.is_ascii_digit() => {
+                let start = self.at;
+                while self.chars.get(self.at).is_some_and(char::is_ascii_digit) {
+                    self.at += 1;
+                }
+                let digits: String = self.chars[start..self.at].iter().collect();
+                // Python 2 wrote long integers with an `L` suffix.
+                if self.chars.get(self.at) == Some(&'L') {
+                    self.at += 1;
+                }
+                digits
+                    .parse()
+                    .map(Literal::Int)
+                    .map_err(|_| NpyError::ShapeOverflow(format!("with the dimension {digits}")))
+            }
+            Some(c) if c.is_alphabetic() => {
+                let start = self.at;
+                while self.chars.get(self.at).is_some_and(|c| c.is_alphanumeric()) {
+                    self.at += 1;
+                }
+                let word: String = self.chars[start..self.at].iter().collect();
+                match word.as_str() {
+                    "True" => Ok(Literal::Bool(true)),
+                    "False" => Ok(Literal::Bool(false)),
+                    _ => Err(malformed(format!("unexpected word '{word}'"))),
+                }
+            }
+            Some(c) => Err(malformed(format!("unexpected '{c}' at offset {}", self.at))),
+            None => Err(malformed("the header ends inside a literal")),
+        }
+    }
+
+    /// Parses `open item (, item)* ,? close`, calling `item` for each; returns whether a comma
+    /// followed the last item.
+    fn sequence(
+        &mut self,
+        open: char,
+        close: char,
+        mut item: impl FnMut(&mut LiteralParser) -> Result<(), NpyError>,
+    ) -> Result<bool, NpyError> {
+        self.expect(open)?;
+        let mut trailing_comma = false;
+        loop {
+            if self.peek() == Some(close) {
+                self.at += 1;
+                return Ok(trailing_comma);
+            }
+            item(self)?;
+            trailing_comma = self.peek() == Some(',');
+            if trailing_comma {
+                self.at += 1;
+            } else {
+                self.expect(close)?;
+                return Ok(false);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `.npy` file as NumPy lays it out: magic, version 1.0, header length, the dictionary
+    /// padded with spaces to a multiple of 64 bytes and ended by a newline, then `data`.
+    fn npy_v1(dict: &str, data: &[u8]) -> Vec<u8> {
+        let mut header = dict.to_string();
+        while (10 + header.len() + 1) % 64 != 0 {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        bytes.extend_from_slice(header.as_bytes());
+        bytes.extend_from_slice(data);
+        bytes
+    }
+
+    /// The same for versions 2.0 and 3.0 (a 4-byte header length).
+    fn npy_v2(major: u8, dict: &str, data: &[u8]) -> Vec<u8> {
+        let mut header = dict.to_string();
+        while (12 + header.len() + 1) % 64 != 0 {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut bytes = vec![0x93, b'N', b'U', b'M', b'P', b'Y', major, 0];
+        bytes.extend_from_slice(&(header.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(header.as_bytes());
+        bytes.extend_from_slice(data);
+        bytes
+    }
+
+    fn le_f32(values: &[f32]) -> Vec<u8> {
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn reads_what_numpy_writes() {
+        let bytes = npy_v1(
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+            &le_f32(&[1.0, 2.5, -3.0, 0.1, 0.0, -0.5]),
+        );
+        assert_eq!(bytes.len() % 64, 24);
+        let t = read_npy(&bytes).expect("valid");
+        assert_eq!(t.ty, TensorType::new(vec![2, 3], ElementType::F32));
+        assert_eq!(
+            t.data,
+            TensorData::Float(vec![1.0, 2.5, -3.0, f64::from(0.1f32), 0.0, -0.5])
+        );
+        // Keys in another order, double quotes, a Python 2 long, no trailing comma.
+        let bytes = npy_v1(
+            "{\"shape\": (3L,), \"fortran_order\": False, \"descr\": \"<i8\"}",
+            &[5i64, -1, i64::MIN]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect::<Vec<u8>>(),
+        );
+        let t = read_npy(&bytes).expect("valid");
+        assert_eq!(t.ty, TensorType::new(vec![3], ElementType::I64));
+        assert_eq!(t.data, TensorData::Int(vec![5, -1, i64::MIN]));
+    }
+
+    #[test]
+    fn reads_versions_2_and_3() {
+        let dict = "{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }";
+        let data: Vec<u8> = [7i32, -8].iter().flat_map(|v| v.to_le_bytes()).collect();
+        for major in [2, 3] {
+            let t = read_npy(&npy_v2(major, dict, &data)).expect("valid");
+            assert_eq!(t.ty, TensorType::new(vec![2], ElementType::I32));
+            assert_eq!(t.data, TensorData::Int(vec![7, -8]));
+        }
+    }
+
+    #[test]
+    fn reads_rank_0_empty_and_bool_arrays() {
+        let scalar = npy_v1(
+            "{'descr': '<f8', 'fortran_order': False, 'shape': (), }",
+            &2.5f64.to_le_bytes(),
+        );
+        let t = read_npy(&scalar).expect("valid");
+        assert_eq!(t.ty, TensorType::new(vec![], ElementType::F64));
+        assert_eq!(t.data, TensorData::Float(vec![2.5]));
+        let empty = npy_v1(
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 3), }",
+            &[],
+        );
+        let t = read_npy(&empty).expect("valid");
+        assert_eq!(t.ty, TensorType::new(vec![0, 3], ElementType::F32));
+        assert!(t.is_empty());
+        let bools = npy_v1(
+            "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }",
+            &[1, 0, 1],
+        );
+        assert_eq!(
+            read_npy(&bools).expect("valid").data,
+            TensorData::Bool(vec![true, false, true])
+        );
+    }
+
+    #[test]
+    fn round_trips_every_dtype() {
+        let f = |shape: Vec<u64>, element, values: Vec<f64>| Tensor {
+            ty: TensorType::new(shape, element),
+            data: TensorData::Float(values),
+        };
+        let i = |shape: Vec<u64>, element, values: Vec<i64>| Tensor {
+            ty: TensorType::new(shape, element),
+            data: TensorData::Int(values),
+        };
+        let tensors = [
+            f(
+                vec![3],
+                ElementType::F16,
+                vec![0.5, -65504.0, 6.103515625e-5],
+            ),
+            f(
+                vec![2, 2],
+                ElementType::F32,
+                vec![f64::from(0.1f32), -0.0, f64::INFINITY, 3.0],
+            ),
+            f(vec![2], ElementType::F64, vec![0.1, f64::NEG_INFINITY]),
+            f(vec![], ElementType::F32, vec![1.5]),
+            f(vec![0], ElementType::F64, vec![]),
+            f(vec![2, 0, 3], ElementType::F16, vec![]),
+            i(vec![2, 2], ElementType::I8, vec![-128, 127, 0, -1]),
+            i(
+                vec![2],
+                ElementType::I32,
+                vec![i64::from(i32::MIN), i64::from(i32::MAX)],
+            ),
+            i(vec![2], ElementType::I64, vec![i64::MIN, i64::MAX]),
+            i(vec![], ElementType::I64, vec![42]),
+            i(vec![1, 0], ElementType::I32, vec![]),
+            Tensor {
+                ty: TensorType::new(vec![2, 1], ElementType::I1),
+                data: TensorData::Bool(vec![true, false]),
+            },
+            Tensor {
+                ty: TensorType::new(vec![], ElementType::I1),
+                data: TensorData::Bool(vec![true]),
+            },
+        ];
+        for tensor in tensors {
+            let bytes = write_npy(&tensor).expect("writable");
+            let header_len = usize::from(u16::from_le_bytes([bytes[8], bytes[9]]));
+            assert_eq!((10 + header_len) % 64, 0, "{}", tensor.ty);
+            assert_eq!(bytes[10 + header_len - 1], b'\n');
+            assert_eq!(read_npy(&bytes).expect("readable"), tensor);
+        }
+        // NaN survives too (compared by class, since NaN != NaN).
+        let nan = f(vec![1], ElementType::F32, vec![f64::NAN]);
+        let back = read_npy(&write_npy(&nan).expect("writable")).expect("readable");
+        assert!(back.get_f64(0).is_nan());
+    }
+
+    #[test]
+    fn writes_the_header_numpy_writes() {
+        let t = Tensor {
+            ty: TensorType::new(vec![2, 3], ElementType::F32),
+            data: TensorData::Float(vec![1.0, 2.5, -3.0, f64::from(0.1f32), 0.0, -0.5]),
+        };
+        let expected = npy_v1(
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+            &le_f32(&[1.0, 2.5, -3.0, 0.1, 0.0, -0.5]),
+        );
+        assert_eq!(write_npy(&t).expect("writable"), expected);
+        let v = Tensor {
+            ty: TensorType::new(vec![4], ElementType::I1),
+            data: TensorData::Bool(vec![false; 4]),
+        };
+        let expected = npy_v1(
+            "{'descr': '|b1', 'fortran_order': False, 'shape': (4,), }",
+            &[0; 4],
+        );
+        assert_eq!(write_npy(&v).expect("writable"), expected);
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_write() {
+        let bf16 = Tensor {
+            ty: TensorType::new(vec![1], ElementType::BF16),
+            data: TensorData::Float(vec![1.0]),
+        };
+        let error = write_npy(&bf16).expect_err("bf16 has no dtype");
+        assert_eq!(error, NpyError::UnsupportedElement(ElementType::BF16));
+        assert_eq!(
+            error.to_string(),
+            "bf16 has no NumPy dtype, so it has no .npy output: cast to f16, f32, f64, i8, i32, i64 or i1 first"
+        );
+        let out_of_range = Tensor {
+            ty: TensorType::new(vec![1], ElementType::I8),
+            data: TensorData::Int(vec![300]),
+        };
+        assert_eq!(
+            write_npy(&out_of_range)
+                .expect_err("does not fit")
+                .to_string(),
+            "the tensor cannot be written: it has element 0 (300), which is out of range for i8"
+        );
+    }
+
+    #[test]
+    fn names_each_kind_of_bad_input() {
+        let dict = |descr: &str, fortran: &str, shape: &str| {
+            format!("{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {shape}, }}")
+        };
+        let read = |bytes: &[u8]| read_npy(bytes).expect_err("invalid").to_string();
+        assert_eq!(
+            read(b"PK\x03\x04 a zip file"),
+            "not an .npy file: it does not start with the magic string \\x93NUMPY"
+        );
+        assert_eq!(read(b"\x93NUM"), read(b"PK"));
+        let mut v4 = npy_v1(&dict("<f4", "False", "(1,)"), &[0; 4]);
+        v4[6] = 4;
+        assert_eq!(
+            read(&v4),
+            "unsupported .npy format version 4.0: versions 1.0, 2.0 and 3.0 are supported"
+        );
+        assert_eq!(
+            read(&npy_v1(&dict("<f4", "True", "(2, 2)"), &[0; 16])),
+            "fortran_order is True: only C-order arrays are supported"
+        );
+        assert_eq!(
+            read(&npy_v1(&dict(">f4", "False", "(1,)"), &[0; 4])),
+            "unsupported dtype '>f4': supported are '<f2' (f16), '<f4' (f32), '<f8' (f64), '|i1' (i8), '<i4' (i32), '<i8' (i64), '|b1' (bool)"
+        );
+        assert!(read(&npy_v1(&dict("<u2", "False", "(1,)"), &[0; 2])).contains("'<u2'"));
+        assert_eq!(
+            read(&npy_v1(&dict("<f4", "False", "(2, 3)"), &[0; 20])),
+            "truncated data: expected 24 bytes, found 20"
+        );
+        assert_eq!(
+            read(&npy_v1(&dict("<f4", "False", "(1,)"), &[0; 5])),
+            "unexpected data after the array: expected 4 bytes, found 5"
+        );
+        assert_eq!(
+            read(&npy_v1(&dict("<f8", "False", "(4294967296, 4294967296)"), &[])),
+            "shape (4294967296, 4294967296) is too large: dimensions and element counts must fit in i64"
+        );
+        assert_eq!(
+            read(&npy_v1(&dict("<f8", "False", "(1152921504606846976,)"), &[])),
+            "shape (1152921504606846976,) is too large: dimensions and element counts must fit in i64"
+        );
+        assert_eq!(
+            read(&npy_v1(&dict("|b1", "False", "(2,)"), &[1, 2])),
+            "element 1 of a bool array is the byte 0x02, not 0 or 1"
+        );
+    }
+
+    #[test]
+    fn names_each_kind_of_malformed_header() {
+        let read = |dict: &str| {
+            read_npy(&npy_v1(dict, &[]))
+                .expect_err("invalid")
+                .to_string()
+        };
+        assert_eq!(
+            read("{'descr': '<f4', 'shape': (0,), }"),
+            "malformed .npy header: key 'fortran_order' is missing"
+        );
+        assert_eq!(
+            read("{'descr': '<f4', 'fortran_order': False, 'shape': (0,), 'x': 1}"),
+            "malformed .npy header: unexpected key 'x': the keys are 'descr', 'fortran_order' and 'shape'"
+        );
+        assert_eq!(
+            read("{'descr': '<f4', 'fortran_order': False, 'shape': (0), }"),
+            "malformed .npy header: 'shape' is 0, not a tuple of non-negative integers"
+        );
+        assert_eq!(
+            read("{'descr': '<f4', 'fortran_order': 0, 'shape': (0,), }"),
+            "malformed .npy header: 'fortran_order' is 0, not True or False"
+        );
+        assert_eq!(
+            read("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }"),
+            "malformed .npy header: unexpected '-' at offset 51"
+        );
+        assert_eq!(
+            read("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), } x"),
+            "malformed .npy header: unexpected text after the header dictionary"
+        );
+        assert_eq!(
+            read("{'descr': '<f4', 'fortran_order': Fals"),
+            "malformed .npy header: unexpected word 'Fals'"
+        );
+        assert_eq!(
+            read("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }"),
+            "unsupported dtype [('a', '<f4')]: supported are '<f2' (f16), '<f4' (f32), '<f8' (f64), '|i1' (i8), '<i4' (i32), '<i8' (i64), '|b1' (bool)"
+        );
+        let mut short = npy_v1(
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (), }",
+            &[],
+        );
+        short.truncate(40);
+        assert_eq!(
+            read_npy(&short).expect_err("cut").to_string(),
+            "malformed .npy header: the header length is 118 bytes, but only 30 follow"
+        );
+        assert_eq!(
+            read_npy(b"\x93NUMPY\x01\x00\x05")
+                .expect_err("cut")
+                .to_string(),
+            "malformed .npy header: the file ends inside the header length"
+        );
+        let nested = format!("{}1{}", "(".repeat(40), ")".repeat(40));
+        assert_eq!(
+            read(&nested),
+            "malformed .npy header: literals nest too deeply"
+        );
+    }
+
+    #[test]
+    fn never_panics_on_truncations_of_a_valid_file() {
+        let t = Tensor {
+            ty: TensorType::new(vec![2, 2], ElementType::I32),
+            data: TensorData::Int(vec![1, 2, 3, 4]),
+        };
+        let bytes = write_npy(&t).expect("writable");
+        for end in 0..bytes.len() {
+            assert!(read_npy(&bytes[..end]).is_err());
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! Graph-level passes over verified modules.
+
+pub mod decompose;

@@ -1,0 +1,329 @@
+//! `tessera-run`: compiles a model for the CPU, runs it on real data (`.npy`) or deterministic
+//! random inputs, prints a summary of every output, and optionally compares with the
+//! reference interpreter, times repeated calls and reports compile stages and memory.
+
+use crate::registry;
+use clap::Parser;
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+use tessera::diag::render_all;
+use tessera::exec::compare::{compare, Tolerance};
+use tessera::exec::interpret::interpret;
+use tessera::exec::npy::{read_npy, write_npy};
+use tessera::exec::random::random_tensor;
+use tessera::exec::tensor::Tensor;
+use tessera::frontend::{decode, load};
+use tessera::ir::Module;
+use tessera::mlir::alloc_counter;
+use tessera::mlir::compile::compile;
+use tessera::mlir::memref::HostBuffer;
+use tessera::mlir::pipeline::DEFAULT_CPU;
+use tessera::mlir::MlirContext;
+
+/// Command-line options of `tessera-run`.
+#[derive(Parser, Debug)]
+#[command(
+    name = "tessera-run",
+    version,
+    about = "Compile a tessera model for the CPU and run it on .npy or random inputs.",
+    after_help = "\
+SPEC is a .npy file (f32, f64, i32, i64 or bool, C order) or random[:SEED]: uniform in
+[-1, 1) for floats, small integers for integers, deterministic (each argument draws its own
+stream from SEED). Arguments not given are random:0.
+
+Exit status: 0 on success (and, with --compare-reference, agreement), 1 on any error in the
+model, the inputs or the run, 2 for usage errors.
+
+Examples:
+  tessera-run testdata/models/seed_mlp.tsr --compare-reference --repeat 100
+  tessera-run model.tsr --entry mlp --input x=x.npy --input w1=random:1 --output-dir out/
+  tessera-run model.tsr --stats"
+)]
+pub struct RunArgs {
+    /// The model (.tsr).
+    pub model: PathBuf,
+    /// The function to run; may be omitted when the module has one function.
+    #[arg(long)]
+    pub entry: Option<String>,
+    /// An argument: NAME=SPEC, NAME without `%`.
+    #[arg(long = "input", value_name = "NAME=SPEC")]
+    pub inputs: Vec<String>,
+    /// Write the outputs as DIR/out0.npy, DIR/out1.npy, ... in return order.
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<PathBuf>,
+    /// Optimization level of the generated code (0 to 3).
+    #[arg(short = 'O', value_name = "LEVEL", default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=3))]
+    pub opt_level: u8,
+    /// Also run the reference interpreter and compare every output (PASS/FAIL).
+    #[arg(long)]
+    pub compare_reference: bool,
+    /// Time this many calls after a warm-up and print the median, p10 and p90.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub repeat: usize,
+    /// Print compile time per stage and the peak bytes allocated by the compiled code.
+    #[arg(long)]
+    pub stats: bool,
+}
+
+/// Runs `tessera-run`, printing results to `out` and errors to `err`.
+pub fn run(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> ExitCode {
+    match run_inner(args, out) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(message) => {
+            let _ = write!(err, "{message}");
+            if !message.ends_with('\n') {
+                let _ = writeln!(err);
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The run; `Ok(false)` when the comparison with the reference failed.
+fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
+    let path = args.model.display().to_string();
+    let bytes = std::fs::read(&args.model)
+        .map_err(|e| format!("tessera-run: error: cannot read '{path}': {e}"))?;
+    let (file, decode_error) = decode(&path, &bytes);
+    if let Some(diag) = decode_error {
+        return Err(diag.render(&file));
+    }
+    let registry = registry();
+    let module = load(&file, 0..file.text().len(), &registry).map_err(|d| render_all(&d, &file))?;
+    let entry = entry_function(&module, args.entry.as_deref())?;
+    let func = &module.funcs[entry];
+    let inputs = prepare_inputs(&module, entry, &args.inputs)?;
+
+    let context = MlirContext::new();
+    let (jit, times) = compile(
+        &context,
+        &module,
+        &file,
+        DEFAULT_CPU,
+        u32::from(args.opt_level),
+    )
+    .map_err(|d| render_all(&d, &file))?;
+    let input_buffers = inputs
+        .iter()
+        .map(|t| {
+            HostBuffer::from_tensor(t).ok_or_else(|| {
+                format!("tessera-run: error: cannot allocate input of type {}", t.ty)
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut outputs = jit
+        .output_buffers(&func.name)
+        .map_err(|e| format!("tessera-run: error: {e}"))?;
+    alloc_counter::reset_peak();
+    let before = alloc_counter::stats();
+    let start = Instant::now();
+    jit.call_buffers(&func.name, &input_buffers, &mut outputs)
+        .map_err(|e| format!("tessera-run: error: {e}"))?;
+    let first_call = start.elapsed();
+    let after = alloc_counter::stats();
+    let results: Vec<Tensor> = outputs.iter().map(HostBuffer::to_tensor).collect();
+
+    let mut report = String::new();
+    let _ = writeln!(
+        report,
+        "@{} on {} input(s), -O{}",
+        func.name,
+        inputs.len(),
+        args.opt_level
+    );
+    for (i, tensor) in results.iter().enumerate() {
+        let _ = writeln!(report, "output {i}: {}", summary(tensor));
+    }
+    let mut agree = true;
+    if args.compare_reference {
+        let start = Instant::now();
+        let reference = interpret(&module, entry, &inputs)
+            .map_err(|e| format!("tessera-run: error: reference interpreter: {e}"))?;
+        let reference_time = start.elapsed();
+        for (i, (got, want)) in results.iter().zip(&reference).enumerate() {
+            let tolerance = Tolerance::for_function(&module, entry);
+            let c = compare(got, want, tolerance);
+            agree &= c.pass;
+            let _ = writeln!(
+                report,
+                "reference {i}: max abs error {:.3e}, max rel error {:.3e} ({tolerance}): {}",
+                c.max_abs,
+                c.max_rel,
+                if c.pass { "PASS" } else { "FAIL" }
+            );
+        }
+        let _ = writeln!(report, "reference interpreter: {}", ms(reference_time));
+    }
+    let _ = writeln!(report, "compile: {}", ms(times.total()));
+    let _ = writeln!(report, "first call: {}", ms(first_call));
+    if args.repeat > 0 {
+        let mut samples = Vec::with_capacity(args.repeat);
+        for _ in 0..args.repeat {
+            let start = Instant::now();
+            jit.call_buffers(&func.name, &input_buffers, &mut outputs)
+                .map_err(|e| format!("tessera-run: error: {e}"))?;
+            samples.push(start.elapsed());
+        }
+        samples.sort();
+        let pick = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+        let _ = writeln!(
+            report,
+            "steady call ({} runs): median {}, p10 {}, p90 {}",
+            samples.len(),
+            ms(pick(0.5)),
+            ms(pick(0.1)),
+            ms(pick(0.9))
+        );
+    }
+    if args.stats {
+        for (stage, time) in &times.steps {
+            let _ = writeln!(report, "  stage {stage}: {}", ms(*time));
+        }
+        let _ = writeln!(
+            report,
+            "compiled code allocated: peak {} bytes in {} allocation(s), {} bytes left unfreed",
+            after.peak_bytes.saturating_sub(before.live_bytes),
+            after.allocations,
+            after.live_bytes.saturating_sub(before.live_bytes)
+        );
+    }
+    if let Some(dir) = &args.output_dir {
+        write_outputs(dir, &results)?;
+        let _ = writeln!(report, "outputs written to {}", dir.display());
+    }
+    out.write_all(report.as_bytes())
+        .map_err(|e| format!("tessera-run: error: cannot write the report: {e}"))?;
+    Ok(agree)
+}
+
+/// The function to run: the one named, or the only one.
+fn entry_function(module: &Module, entry: Option<&str>) -> Result<usize, String> {
+    let names = || {
+        module
+            .funcs
+            .iter()
+            .map(|f| format!("@{}", f.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match entry {
+        Some(name) => {
+            let name = name.trim_start_matches('@');
+            module.funcs.iter().position(|f| f.name == name).ok_or_else(|| {
+                format!("tessera-run: error: no function '@{name}' in the model (functions: {})", names())
+            })
+        }
+        None if module.funcs.len() == 1 => Ok(0),
+        None => Err(format!(
+            "tessera-run: error: the model has {} functions; choose one with --entry (functions: {})",
+            module.funcs.len(),
+            names()
+        )),
+    }
+}
+
+/// The inputs of function `entry`: from `--input NAME=SPEC`, `random:0` for the others.
+fn prepare_inputs(module: &Module, entry: usize, specs: &[String]) -> Result<Vec<Tensor>, String> {
+    let func = &module.funcs[entry];
+    let params: Vec<(&str, &tessera::types::TensorType)> = func
+        .params
+        .iter()
+        .map(|&p| (func.value(p).name.as_str(), &func.value(p).ty))
+        .collect();
+    let mut given: Vec<Option<&str>> = vec![None; params.len()];
+    for spec in specs {
+        let (name, source) = spec
+            .split_once('=')
+            .ok_or_else(|| format!("tessera-run: error: --input '{spec}' is not NAME=SPEC"))?;
+        let name = name.trim_start_matches('%');
+        let index = params.iter().position(|(p, _)| *p == name).ok_or_else(|| {
+            let list: Vec<String> = params.iter().map(|(p, t)| format!("{p}: {t}")).collect();
+            format!(
+                "tessera-run: error: '@{}' has no argument '{name}' (arguments: {})",
+                func.name,
+                list.join(", ")
+            )
+        })?;
+        if given[index].replace(source).is_some() {
+            return Err(format!(
+                "tessera-run: error: argument '{name}' is given twice"
+            ));
+        }
+    }
+    params
+        .iter()
+        .zip(given)
+        .enumerate()
+        .map(|(position, ((name, ty), source))| {
+            input(name, ty, position, source.unwrap_or("random:0"))
+        })
+        .collect()
+}
+
+/// One input from its SPEC, checked against the parameter's type.
+fn input(
+    name: &str,
+    ty: &tessera::types::TensorType,
+    position: usize,
+    spec: &str,
+) -> Result<Tensor, String> {
+    if let Some(seed) = spec.strip_prefix("random") {
+        let seed = match seed.strip_prefix(':') {
+            Some(number) => number
+                .parse::<u64>()
+                .map_err(|_| format!("tessera-run: error: argument '{name}': '{spec}' is not random[:SEED] with an integer SEED"))?,
+            None if seed.is_empty() => 0,
+            None => return Err(format!("tessera-run: error: argument '{name}': '{spec}' is not random[:SEED]")),
+        };
+        let stream = seed
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .wrapping_add(position as u64);
+        return Ok(random_tensor(ty, stream));
+    }
+    let bytes = std::fs::read(spec)
+        .map_err(|e| format!("tessera-run: error: argument '{name}': cannot read '{spec}': {e}"))?;
+    let tensor = read_npy(&bytes)
+        .map_err(|e| format!("tessera-run: error: argument '{name}': '{spec}': {e}"))?;
+    if &tensor.ty != ty {
+        return Err(format!(
+            "tessera-run: error: argument '{name}' has type {ty}, but '{spec}' holds {}",
+            tensor.ty
+        ));
+    }
+    Ok(tensor)
+}
+
+fn write_outputs(dir: &Path, results: &[Tensor]) -> Result<(), String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("tessera-run: error: cannot create '{}': {e}", dir.display()))?;
+    for (i, tensor) in results.iter().enumerate() {
+        let path = dir.join(format!("out{i}.npy"));
+        let bytes =
+            write_npy(tensor).map_err(|e| format!("tessera-run: error: output {i}: {e}"))?;
+        std::fs::write(&path, bytes)
+            .map_err(|e| format!("tessera-run: error: cannot write '{}': {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// `tensor<2x3xf32>: [0.1, -0.5, ...] sum 1.25`.
+fn summary(tensor: &Tensor) -> String {
+    let shown: Vec<String> = (0..tensor.len().min(6))
+        .map(|i| format!("{}", tensor.get_f64(i)))
+        .collect();
+    let more = if tensor.len() > 6 { ", ..." } else { "" };
+    let checksum: f64 = (0..tensor.len()).map(|i| tensor.get_f64(i)).sum();
+    format!(
+        "{} [{}{more}] checksum {checksum:.6e}",
+        tensor.ty,
+        shown.join(", ")
+    )
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
