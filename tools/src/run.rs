@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use tessera::diag::render_all;
 use tessera::exec::compare::{compare, Tolerance};
-use tessera::exec::interpret::interpret;
+use tessera::exec::interpret::{interpret, MAX_ELEMENTS};
 use tessera::exec::npy::{read_npy, write_npy};
 use tessera::exec::random::random_tensor;
 use tessera::exec::tensor::Tensor;
@@ -95,6 +95,7 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
     let registry = registry();
     let module = load(&file, 0..file.text().len(), &registry).map_err(|d| render_all(&d, &file))?;
     let entry = entry_function(&module, args.entry.as_deref())?;
+    check_sizes(&module)?;
     let func = &module.funcs[entry];
     let inputs = prepare_inputs(&module, entry, &args.inputs)?;
 
@@ -198,6 +199,22 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
     out.write_all(report.as_bytes())
         .map_err(|e| format!("tessera-run: error: cannot write the report: {e}"))?;
     Ok(agree)
+}
+
+/// Refuses models with a tensor larger than a host tensor may be: compiled code cannot
+/// recover from a failed allocation, so the check comes before anything runs.
+fn check_sizes(module: &Module) -> Result<(), String> {
+    for func in &module.funcs {
+        for value in &func.values {
+            if value.ty.num_elements().is_none_or(|n| n > MAX_ELEMENTS) {
+                return Err(format!(
+                    "tessera-run: error: '%{}' in '@{}' is a {}, more than the {MAX_ELEMENTS} elements a tensor may have here",
+                    value.name, func.name, value.ty
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The function to run: the one named, or the only one.
