@@ -231,6 +231,12 @@ impl<'a> InferContext<'a> {
         let value = self.int(name);
         match normalize_axis(value, rank) {
             Some(axis) => Some(axis),
+            None if rank == 0 => self
+                .attr_error(
+                    name,
+                    format!("attribute '{name}' ({value}) names an axis, but the operand has rank 0 (no axes)"),
+                )
+                .map(|_| 0),
             None => self
                 .attr_error(
                     name,

@@ -8,7 +8,7 @@
 //! terms: relative to itself it can be large, relative to the tensor's scale it is not. The
 //! tolerance of a computation is that of the least precise float type it uses.
 
-use crate::exec::tensor::Tensor;
+use crate::exec::tensor::{Tensor, TensorData};
 use crate::ir::{Module, OpKind};
 use crate::types::{ElementClass, ElementType};
 use std::fmt;
@@ -96,6 +96,16 @@ pub fn compare(got: &Tensor, want: &Tensor, tolerance: Tolerance) -> Comparison 
     if !result.pass {
         return result;
     }
+    if let (TensorData::Int(g), TensorData::Int(w)) = (&got.data, &want.data) {
+        // Integers compare exactly, in i64 (f64 would merge values beyond 2^53).
+        result.pass = g == w;
+        result.max_abs = g
+            .iter()
+            .zip(w)
+            .map(|(a, b)| a.abs_diff(*b) as f64)
+            .fold(0.0, f64::max);
+        return result;
+    }
     let exact = got.ty.element.class() != ElementClass::Float;
     let scale = (0..want.len())
         .map(|i| want.get_f64(i).abs())
@@ -124,7 +134,6 @@ pub fn compare(got: &Tensor, want: &Tensor, tolerance: Tolerance) -> Comparison 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::tensor::TensorData;
     use crate::types::TensorType;
 
     fn f32s(values: Vec<f64>) -> Tensor {
@@ -152,5 +161,11 @@ mod tests {
         // Norm-wise: a small element carries the error of the tensor's scale.
         assert!(compare(&f32s(vec![100.0, 0.001]), &f32s(vec![100.0, 0.0015]), t).pass);
         assert!(!compare(&f32s(vec![100.0, 0.001]), &f32s(vec![100.0, 0.02]), t).pass);
+        let i64s = |v: i64| Tensor {
+            ty: TensorType::new(vec![1], ElementType::I64),
+            data: TensorData::Int(vec![v]),
+        };
+        let exact = Tolerance::for_element(ElementType::I64);
+        assert!(!compare(&i64s(9007199254740993), &i64s(9007199254740992), exact).pass);
     }
 }

@@ -31,6 +31,9 @@ impl From<melior::Error> for ConvertError {
     }
 }
 
+/// Structured ops whose `ins` and `outs` are single operands (no `operandSegmentSizes`).
+const FIXED_OPERANDS: &[&str] = &["linalg.transpose"];
+
 /// The result of a conversion step.
 pub type ConvertResult<T> = Result<T, ConvertError>;
 
@@ -178,7 +181,17 @@ impl<'c, 'a> Emitter<'c, 'a> {
 
     /// A tensor of `ty` filled with `value` (`linalg.fill` of a `tensor.empty`).
     pub fn fill(&self, ty: &TensorType, value: f64) -> ConvertResult<Value<'c, 'a>> {
-        let scalar = self.scalar_const(ty.element, value)?;
+        self.fill_scalar(ty, scalar_of(ty.element, value))
+    }
+
+    /// A tensor of `ty` filled with the exact element `value` (integers keep all 64 bits).
+    pub fn fill_scalar(&self, ty: &TensorType, value: Scalar) -> ConvertResult<Value<'c, 'a>> {
+        let attr = self.scalar_attr(ty.element, value);
+        let scalar = self.append_value(
+            self.builder("arith.constant")
+                .add_attributes(&[self.named("value", attr)])
+                .add_results(&[self.element_type(ty.element)]),
+        )?;
         let empty = self.empty(ty)?;
         let element = self.element_type(ty.element);
         self.structured(
@@ -227,10 +240,15 @@ impl<'c, 'a> Emitter<'c, 'a> {
         }
         let region = Region::new();
         region.append_block(block);
-        let segments =
-            DenseI32ArrayAttribute::new(self.context, &[inputs.len() as i32, outputs.len() as i32]);
         let mut all_attributes = attributes;
-        all_attributes.push(self.named("operandSegmentSizes", segments.into()));
+        // Ops with variadic `ins`/`outs` say how many of each; those with single ones do not.
+        if !FIXED_OPERANDS.contains(&name) {
+            let segments = DenseI32ArrayAttribute::new(
+                self.context,
+                &[inputs.len() as i32, outputs.len() as i32],
+            );
+            all_attributes.push(self.named("operandSegmentSizes", segments.into()));
+        }
         let out_values: Vec<Value<'c, 'a>> = outputs.iter().map(|(v, _)| *v).collect();
         let result_types: Vec<Type<'c>> =
             outputs.iter().map(|(_, t)| self.tensor_type(t)).collect();

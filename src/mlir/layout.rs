@@ -1,6 +1,7 @@
 //! Tensor-level building blocks shared by conversions: elementwise maps with numpy
 //! broadcasting, slices, reshapes, transposes, padding, and reduction identities.
 
+use crate::attr::Scalar;
 use crate::mlir::affine::{broadcast_map, identity};
 use crate::mlir::emit::{ConvertResult, Emitter, Indexed, IteratorKind};
 use crate::types::{ElementClass, ElementType, TensorType};
@@ -34,6 +35,21 @@ impl<'c, 'a> Emitter<'c, 'a> {
         let results = self.generic(&indexed, &[(init, result)], &iterators, |inner, args| {
             Ok(vec![body(inner, &args[..args.len() - 1])?])
         })?;
+        Ok(results[0])
+    }
+
+    /// A new tensor holding `source`'s elements (`linalg.copy` into a `tensor.empty`).
+    pub fn copy(&self, source: Value<'c, 'a>, ty: &TensorType) -> ConvertResult<Value<'c, 'a>> {
+        let init = self.empty(ty)?;
+        let element = self.element_type(ty.element);
+        let results = self.structured(
+            "linalg.copy",
+            &[source],
+            &[(init, ty)],
+            vec![],
+            &[element, element],
+            |_, args| Ok(vec![args[0]]),
+        )?;
         Ok(results[0])
     }
 
@@ -114,7 +130,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
         source_ty: &TensorType,
         low: &[u64],
         high: &[u64],
-        value: f64,
+        value: Scalar,
     ) -> ConvertResult<(Value<'c, 'a>, TensorType)> {
         if low.iter().chain(high).all(|&p| p == 0) {
             return Ok((source, source_ty.clone()));
@@ -123,7 +139,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
             .map(|d| low[d] + source_ty.shape[d] + high[d])
             .collect();
         let padded_ty = TensorType::new(shape, source_ty.element);
-        let filled = self.fill(&padded_ty, value)?;
+        let filled = self.fill_scalar(&padded_ty, value)?;
         let offsets: Vec<i64> = low.iter().map(|&l| l as i64).collect();
         let padded = self.insert_slice(source, source_ty, filled, &padded_ty, &offsets)?;
         Ok((padded, padded_ty))
@@ -211,6 +227,11 @@ impl<'c, 'a> Emitter<'c, 'a> {
         result: &TensorType,
         permutation: &[i64],
     ) -> ConvertResult<Value<'c, 'a>> {
+        // The identity permutation (rank 0 included, on which MLIR 19's linalg.transpose
+        // crashes) moves nothing.
+        if permutation.iter().enumerate().all(|(i, &p)| p == i as i64) {
+            return Ok(source);
+        }
         let init = self.empty(result)?;
         let element = self.element_type(result.element);
         let attributes = vec![self.named(

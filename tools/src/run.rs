@@ -14,7 +14,7 @@ use tessera::exec::compare::{compare, Tolerance};
 use tessera::exec::interpret::{interpret, MAX_ELEMENTS};
 use tessera::exec::npy::{read_npy, write_npy};
 use tessera::exec::random::random_tensor;
-use tessera::exec::tensor::Tensor;
+use tessera::exec::tensor::{Tensor, TensorData};
 use tessera::frontend::{decode, load};
 use tessera::ir::Module;
 use tessera::mlir::alloc_counter;
@@ -327,13 +327,18 @@ fn write_outputs(dir: &Path, results: &[Tensor]) -> Result<(), String> {
     Ok(())
 }
 
-/// `tensor<2x3xf32>: [0.1, -0.5, ...] sum 1.25`.
+/// `tensor<2x3xf32> [0.1, -0.5, ...] checksum 1.25e0`; integers are printed exactly.
 fn summary(tensor: &Tensor) -> String {
     let shown: Vec<String> = (0..tensor.len().min(6))
-        .map(|i| format!("{}", tensor.get_f64(i)))
+        .map(|i| match &tensor.data {
+            TensorData::Int(v) => v[i].to_string(),
+            _ => tensor.get_f64(i).to_string(),
+        })
         .collect();
     let more = if tensor.len() > 6 { ", ..." } else { "" };
-    let checksum: f64 = (0..tensor.len()).map(|i| tensor.get_f64(i)).sum();
+    let checksum = (0..tensor.len())
+        .map(|i| tensor.get_f64(i))
+        .fold(0.0, |a, b| a + b);
     format!(
         "{} [{}{more}] checksum {checksum:.6e}",
         tensor.ty,

@@ -10,9 +10,10 @@ use crate::reduce::{Argmax, Reduce, ReduceKind};
 use melior::ir::attribute::IntegerAttribute;
 use melior::ir::r#type::IntegerType;
 use melior::ir::{Type, Value};
+use tessera::attr::{Attribute as TsrAttribute, Scalar};
 use tessera::mlir::affine::{identity, MapExpr};
 use tessera::mlir::emit::{
-    cmpf, cmpi, ConvertError, ConvertResult, Emitter, Indexed, IteratorKind,
+    cmpf, cmpi, scalar_of, ConvertError, ConvertResult, Emitter, Indexed, IteratorKind,
 };
 use tessera::mlir::layout::ReductionIdentity;
 use tessera::mlir::lowering::{ConvertToMlir, OpConversion};
@@ -424,7 +425,12 @@ impl ConvertToMlir for Pad {
     fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
         let low: Vec<u64> = op.int_list("low").iter().map(|&v| v as u64).collect();
         let high: Vec<u64> = op.int_list("high").iter().map(|&v| v as u64).collect();
-        let value = op.attr("value").and_then(|v| v.as_f64()).unwrap_or(0.0);
+        let element = op.result().element;
+        // Integers stay exact (an i64 beyond 2^53 would not survive a trip through f64).
+        let value = match (op.attr("value"), element.class()) {
+            (Some(TsrAttribute::Int(v)), ElementClass::Int) => Scalar::Int(v),
+            (attr, _) => scalar_of(element, attr.and_then(|v| v.as_f64()).unwrap_or(0.0)),
+        };
         let (padded, _) = op
             .emit
             .pad(op.operands[0], op.operand_types[0], &low, &high, value)?;

@@ -107,7 +107,7 @@ pub static SIGMOID: Activation = activation(
     ActivationKind::Sigmoid,
     "sigmoid",
     "Logistic sigmoid, elementwise.",
-    "`y = 1 / (1 + e^(-x))`, in `[0, 1]`; computed without overflow for large `|x|`.",
+    "`y = 1 / (1 + e^(-x))`, in `[0, 1]`; for very negative `x`, `e^(-x)` overflows to `inf` and `y` is its limit, 0 (never NaN).",
     &[],
 );
 /// Sigmoid-weighted linear unit.

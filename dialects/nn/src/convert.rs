@@ -9,7 +9,7 @@ use melior::ir::attribute::{DenseElementsAttribute, IntegerAttribute};
 use melior::ir::r#type::{IntegerType, RankedTensorType};
 use melior::ir::{Attribute, Identifier, Value};
 use tessera::attr::Attribute as TsrAttribute;
-use tessera::mlir::emit::{ConvertError, ConvertResult, Emitter};
+use tessera::mlir::emit::{scalar_of, ConvertError, ConvertResult, Emitter};
 use tessera::mlir::layout::ReductionIdentity;
 use tessera::mlir::lowering::{ConvertToMlir, OpConversion};
 use tessera::types::TensorType;
@@ -65,7 +65,7 @@ fn padded_input<'c, 'a>(
         x,
         &[0, top, left, 0],
         &[0, bottom, right, 0],
-        value,
+        scalar_of(x.element, value),
     )
 }
 
@@ -163,7 +163,7 @@ impl ConvertToMlir for Pool {
                     &ones_ty,
                     &[0, top, left, 0],
                     &[0, bottom, right, 0],
-                    0.0,
+                    scalar_of(element, 0.0),
                 )?;
                 let count_ty =
                     TensorType::new(vec![1, result.shape[1], result.shape[2], 1], element);
