@@ -4,6 +4,7 @@
 use crate::attr::{Attribute, DenseValue};
 use crate::dialect::{AttrDefault, OpSchema};
 use crate::exec::tensor::{Tensor, TensorData};
+use crate::infer::normalize_axis;
 use crate::types::TensorType;
 use std::collections::BTreeMap;
 
@@ -59,6 +60,14 @@ impl<'a> EvalContext<'a> {
         }
     }
 
+    /// The elements of operand `index`, a float tensor, when the op has it (optional
+    /// operands come last).
+    pub fn optional_floats(&self, index: usize) -> Result<Option<&'a [f64]>, EvalError> {
+        self.optional_operand(index)
+            .map(|_| self.floats(index))
+            .transpose()
+    }
+
     /// The type of result `index`.
     pub fn result_type(&self, index: usize) -> Result<&'a TensorType, EvalError> {
         self.result_types
@@ -71,6 +80,14 @@ impl<'a> EvalContext<'a> {
         self.attr(name)
             .and_then(|a| a.as_int())
             .ok_or_else(|| missing_attr(name, "an integer"))
+    }
+
+    /// Attribute `name` (default applied) as an axis of a rank-`rank` tensor, negative axes
+    /// counted from the end.
+    pub fn axis(&self, name: &str, rank: usize) -> Result<usize, EvalError> {
+        let value = self.int(name)?;
+        normalize_axis(value, rank)
+            .ok_or_else(|| unverified(format!("axis {value} is out of range for rank {rank}")))
     }
 
     /// Attribute `name` (default applied) as a list of integers.
@@ -105,6 +122,11 @@ impl<'a> EvalContext<'a> {
 /// An attribute that a verified op would have.
 fn missing_attr(name: &str, kind: &str) -> EvalError {
     EvalError(format!("attribute '{name}' is missing or not {kind}"))
+}
+
+/// An error for a state the verifier rules out: the interpreter reports it, never panics.
+pub fn unverified(what: impl Into<String>) -> EvalError {
+    EvalError(format!("{} (the op was not verified)", what.into()))
 }
 
 /// Why evaluation failed. Verified ops evaluate; this covers limits of the host (a tensor too

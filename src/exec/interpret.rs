@@ -70,12 +70,7 @@ fn run(module: &Module, f: &Func, inputs: &[Tensor]) -> Result<Vec<Tensor>, Eval
             let operands = op
                 .operands
                 .iter()
-                .map(|&id| {
-                    values
-                        .get(id.index())
-                        .and_then(Option::as_ref)
-                        .ok_or_else(|| missing_value(f, id))
-                })
+                .map(|&id| defined(&values, f, id))
                 .collect::<Result<Vec<&Tensor>, EvalError>>()?;
             let result_types = op
                 .results
@@ -92,12 +87,7 @@ fn run(module: &Module, f: &Func, inputs: &[Tensor]) -> Result<Vec<Tensor>, Eval
     }
     f.returns
         .iter()
-        .map(|&id| {
-            values
-                .get(id.index())
-                .and_then(Option::clone)
-                .ok_or_else(|| missing_value(f, id))
-        })
+        .map(|&id| defined(&values, f, id).cloned())
         .collect()
 }
 
@@ -187,6 +177,18 @@ fn value_type(f: &Func, id: ValueId) -> Result<&TensorType, EvalError> {
     f.values
         .get(id.index())
         .map(|info| &info.ty)
+        .ok_or_else(|| missing_value(f, id))
+}
+
+/// The value `id` of `f` in its table of values, which an earlier op or a parameter defined.
+fn defined<'v>(
+    values: &'v [Option<Tensor>],
+    f: &Func,
+    id: ValueId,
+) -> Result<&'v Tensor, EvalError> {
+    values
+        .get(id.index())
+        .and_then(Option::as_ref)
         .ok_or_else(|| missing_value(f, id))
 }
 

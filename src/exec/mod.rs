@@ -1,5 +1,5 @@
 //! Execution without MLIR: host tensors, the reference interpreter and its per-op contract,
-//! `.npy` files and deterministic random inputs.
+//! `.npy` files, deterministic random inputs and helpers for tests of op semantics.
 
 pub mod compare;
 pub mod evaluate;
@@ -9,3 +9,4 @@ pub mod math;
 pub mod npy;
 pub mod random;
 pub mod tensor;
+pub mod testing;

@@ -1,7 +1,7 @@
 //! Deterministic pseudo-random tensors for tests and benchmarks: the same seed gives the same
 //! tensor on every platform.
 
-use crate::exec::tensor::{Tensor, TensorData};
+use crate::exec::tensor::{significand_bits, Tensor, TensorData};
 use crate::number::round_to;
 use crate::types::{ElementType, TensorType};
 
@@ -18,16 +18,6 @@ impl SplitMix64 {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
-    }
-}
-
-/// Significant bits (with the implicit one) of float type `element`.
-fn significand_bits(element: ElementType) -> u32 {
-    match element {
-        ElementType::F16 => 11,
-        ElementType::BF16 => 8,
-        ElementType::F32 => 24,
-        _ => 53,
     }
 }
 

@@ -159,6 +159,17 @@ pub fn int_range(element: ElementType) -> (i64, i64) {
     }
 }
 
+/// Significant bits (with the implicit one) of float type `element`: 11 for f16, 8 for bf16,
+/// 24 for f32, 53 for f64 (and for the other types).
+pub fn significand_bits(element: ElementType) -> u32 {
+    match element {
+        ElementType::F16 => 11,
+        ElementType::BF16 => 8,
+        ElementType::F32 => 24,
+        _ => 53,
+    }
+}
+
 /// Row-major strides, in elements, of `shape`.
 pub fn row_major_strides(shape: &[u64]) -> Vec<usize> {
     let mut strides = vec![1usize; shape.len()];
@@ -229,5 +240,13 @@ mod tests {
             Some("has element 0 (128), which is out of range for i8")
         );
         assert_eq!(int_range(ElementType::I32), (-2147483648, 2147483647));
+    }
+
+    #[test]
+    fn significand_bits_match_the_host_types() {
+        assert_eq!(significand_bits(ElementType::F16), 11);
+        assert_eq!(significand_bits(ElementType::BF16), 8);
+        assert_eq!(significand_bits(ElementType::F32), f32::MANTISSA_DIGITS);
+        assert_eq!(significand_bits(ElementType::F64), f64::MANTISSA_DIGITS);
     }
 }

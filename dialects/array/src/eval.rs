@@ -7,20 +7,15 @@ use crate::layout::{Broadcast, Concat, Pad, Reshape, Slice, Transpose};
 use crate::matmul::Matmul;
 use crate::reduce::{Argmax, Reduce, ReduceKind};
 use tessera::attr::{Attribute, DenseValue, Scalar};
-use tessera::exec::evaluate::{EvalContext, EvalError, Evaluate};
+use tessera::exec::evaluate::{unverified, EvalContext, EvalError, Evaluate};
 use tessera::exec::index::{
     broadcast_positions, element_count, for_each_index, position, AxisSplit,
 };
 use tessera::exec::math::{erf, maximum, minimum};
-use tessera::exec::tensor::{int_range, row_major_strides, Tensor, TensorData};
+use tessera::exec::tensor::{int_range, row_major_strides, significand_bits, Tensor, TensorData};
 use tessera::infer::normalize_axis;
 use tessera::number::round_to;
 use tessera::types::{ElementClass, ElementType, TensorType};
-
-/// An error for a state the verifier rules out: the interpreter reports it, never panics.
-fn unverified(what: impl Into<String>) -> EvalError {
-    EvalError(format!("{} (the op was not verified)", what.into()))
-}
 
 /// `v` reduced modulo 2^bits into the range of integer type `element` (two's complement).
 fn wrap(v: i64, element: ElementType) -> i64 {
@@ -28,16 +23,6 @@ fn wrap(v: i64, element: ElementType) -> i64 {
         ElementType::I8 => i64::from(v as i8),
         ElementType::I32 => i64::from(v as i32),
         _ => v,
-    }
-}
-
-/// Significant bits (with the implicit one) of float type `element`.
-fn significand_bits(element: ElementType) -> u32 {
-    match element {
-        ElementType::F16 => 11,
-        ElementType::BF16 => 8,
-        ElementType::F32 => 24,
-        _ => 53,
     }
 }
 
@@ -142,13 +127,6 @@ fn gather(x: &Tensor, ty: &TensorType, positions: &[usize]) -> Result<Tensor, Ev
 fn broadcast(from: &TensorType, to: &TensorType) -> Result<Vec<usize>, EvalError> {
     broadcast_positions(&from.shape, &to.shape)
         .ok_or_else(|| unverified(format!("{from} does not broadcast to {to}")))
-}
-
-/// Attribute `name` as an axis of a rank-`rank` tensor.
-fn axis(ctx: &EvalContext<'_>, name: &str, rank: usize) -> Result<usize, EvalError> {
-    let value = ctx.int(name)?;
-    normalize_axis(value, rank)
-        .ok_or_else(|| unverified(format!("axis {value} is out of range for rank {rank}")))
 }
 
 /// Attribute `name` as a list of `rank` non-negative integers.
@@ -477,7 +455,7 @@ impl Evaluate for Broadcast {
 impl Evaluate for Concat {
     fn evaluate(&self, ctx: &EvalContext<'_>) -> Result<Vec<Tensor>, EvalError> {
         let ty = ctx.result_type(0)?;
-        let axis = axis(ctx, "axis", ty.rank())?;
+        let axis = ctx.axis("axis", ty.rank())?;
         let outer = element_count(&ty.shape[..axis]);
         // Each operand contributes, for every index before the axis, one contiguous block:
         // its whole extent along the axis and everything after it.
@@ -637,7 +615,7 @@ impl Evaluate for Argmax {
     fn evaluate(&self, ctx: &EvalContext<'_>) -> Result<Vec<Tensor>, EvalError> {
         let x = ctx.operand(0)?;
         let ty = ctx.result_type(0)?;
-        let split = AxisSplit::at_axis(&x.ty.shape, axis(ctx, "axis", x.ty.rank())?);
+        let split = AxisSplit::at_axis(&x.ty.shape, ctx.axis("axis", x.ty.rank())?);
         if split.len == 0 && split.outer * split.inner > 0 {
             return Err(unverified("argmax along an empty axis"));
         }
@@ -698,117 +676,27 @@ impl Evaluate for Constant {
 mod tests {
     use super::{int_to_float, significand_bits};
     use std::f64::consts::{E, FRAC_1_SQRT_2, SQRT_2};
-    use tessera::diag::render_all;
     use tessera::dialect::Registry;
     use tessera::exec::evaluate::EvalError;
-    use tessera::exec::interpret::interpret;
-    use tessera::exec::tensor::{Tensor, TensorData};
-    use tessera::frontend::load;
-    use tessera::source::SourceFile;
-    use tessera::types::{ElementType, TensorType};
+    use tessera::exec::tensor::Tensor;
+    use tessera::exec::testing::{
+        self, assert_bools, assert_close, assert_floats, assert_ints, bools, floats, ints,
+    };
+    use tessera::types::ElementType;
 
     const NAN: f64 = f64::NAN;
     const INF: f64 = f64::INFINITY;
 
-    /// The type written `2x3xf32` (`f32` for rank 0).
-    fn ty(text: &str) -> TensorType {
-        let mut parts: Vec<&str> = text.split('x').collect();
-        let element = parts
-            .pop()
-            .and_then(ElementType::from_name)
-            .expect("element type");
-        let shape = parts
-            .iter()
-            .map(|d| d.parse().expect("dimension"))
-            .collect();
-        TensorType::new(shape, element)
-    }
-
-    fn floats(t: &str, values: &[f64]) -> Tensor {
-        Tensor {
-            ty: ty(t),
-            data: TensorData::Float(values.to_vec()),
-        }
-    }
-
-    fn ints(t: &str, values: &[i64]) -> Tensor {
-        Tensor {
-            ty: ty(t),
-            data: TensorData::Int(values.to_vec()),
-        }
-    }
-
-    fn bools(t: &str, values: &[bool]) -> Tensor {
-        Tensor {
-            ty: ty(t),
-            data: TensorData::Bool(values.to_vec()),
-        }
-    }
-
-    /// Function 0 of `text` run on `inputs`.
+    /// Function 0 of `text`, with the `array` ops, run on `inputs`.
+    #[track_caller]
     fn try_run(text: &str, inputs: &[Tensor]) -> Result<Vec<Tensor>, EvalError> {
-        let file = SourceFile::new("test.tsr", text);
-        let registry = Registry::new().with(&crate::ARRAY);
-        let module = load(&file, 0..text.len(), &registry)
-            .unwrap_or_else(|d| panic!("{}", render_all(&d, &file)));
-        interpret(&module, 0, inputs)
+        testing::try_run(&Registry::new().with(&crate::ARRAY), text, inputs)
     }
 
-    /// `%y = <op> : <result>` on inputs bound to `%a`, `%b`, `%c`, ... in order.
+    /// `%y = <op> : <result>`, an `array` op, on inputs bound to `%a`, `%b`, ... in order.
+    #[track_caller]
     fn eval(op: &str, result: &str, inputs: &[Tensor]) -> Tensor {
-        let params: Vec<String> = inputs
-            .iter()
-            .zip(["a", "b", "c", "d"])
-            .map(|(t, name)| format!("%{name}: {}", t.ty))
-            .collect();
-        let r = ty(result);
-        let text = format!(
-            "func @f({}) -> {r} {{\n  %y = {op} : {r}\n  return %y : {r}\n}}\n",
-            params.join(", ")
-        );
-        let mut results = try_run(&text, inputs).unwrap_or_else(|e| panic!("{op}: {e}"));
-        results.remove(0)
-    }
-
-    /// `actual` has type `t` and exactly the float `expected` (bits compared, so the sign of
-    /// zero counts; any NaN matches any NaN).
-    fn assert_floats(actual: &Tensor, t: &str, expected: &[f64]) {
-        assert_eq!(actual.ty, ty(t));
-        let TensorData::Float(values) = &actual.data else {
-            panic!("not floats: {actual:?}");
-        };
-        assert_eq!(values.len(), expected.len(), "{values:?}");
-        for (i, (&a, &e)) in values.iter().zip(expected).enumerate() {
-            let same = a.to_bits() == e.to_bits() || (a.is_nan() && e.is_nan());
-            assert!(same, "element {i}: {a:e}, expected {e:e} (all: {values:?})");
-        }
-    }
-
-    /// `actual` has type `t` and the float `expected` within 1e-12 relative (equal infinities
-    /// and zeros, NaN for NaN).
-    fn assert_close(actual: &Tensor, t: &str, expected: &[f64]) {
-        assert_eq!(actual.ty, ty(t));
-        let TensorData::Float(values) = &actual.data else {
-            panic!("not floats: {actual:?}");
-        };
-        assert_eq!(values.len(), expected.len(), "{values:?}");
-        for (i, (&a, &e)) in values.iter().zip(expected).enumerate() {
-            let close = a == e || (a.is_nan() && e.is_nan()) || (a - e).abs() <= 1e-12 * e.abs();
-            assert!(
-                close,
-                "element {i}: {a:e}, expected {e:e} (all: {values:?})"
-            );
-        }
-    }
-
-    fn assert_ints(actual: &Tensor, t: &str, expected: &[i64]) {
-        assert_eq!(actual.ty, ty(t));
-        assert_eq!(actual.data, TensorData::Int(expected.to_vec()));
-    }
-
-    fn assert_bools(actual: &Tensor, t: &str, expected: &[bool]) {
-        assert_eq!(actual.ty, ty(t));
-        assert_eq!(actual.data, TensorData::Bool(expected.to_vec()));
+        testing::eval(&Registry::new().with(&crate::ARRAY), op, result, inputs)
     }
 
     const I32_MIN: i64 = i32::MIN as i64;

@@ -7,31 +7,18 @@ use crate::conv::Conv2d;
 use crate::dense::Dense;
 use crate::norm::{BatchNorm, LayerNorm};
 use crate::pool::{Pool, PoolKind};
-use crate::window::{window_geometry, WindowError, WindowGeometry};
+use crate::window::{window_geometry, WindowError};
 use std::f64::consts::{FRAC_1_SQRT_2, PI};
 use tessera::attr::Attribute;
-use tessera::exec::evaluate::{EvalContext, EvalError, Evaluate};
+use tessera::exec::evaluate::{unverified, EvalContext, EvalError, Evaluate};
 use tessera::exec::index::{element_count, AxisSplit};
 use tessera::exec::math::{erf, maximum};
 use tessera::exec::tensor::Tensor;
-use tessera::infer::normalize_axis;
 use tessera::types::TensorType;
-
-/// An error for a state the verifier rules out: the interpreter reports it, never panics.
-fn unverified(what: impl Into<String>) -> EvalError {
-    EvalError(format!("{} (the op was not verified)", what.into()))
-}
 
 /// The one float result of an op of type `ty`, from unrounded values.
 fn one(ty: &TensorType, values: Vec<f64>) -> Result<Vec<Tensor>, EvalError> {
     Ok(vec![Tensor::from_f64(ty, values)])
-}
-
-/// Attribute `name` as an axis of a rank-`rank` tensor.
-fn axis(ctx: &EvalContext<'_>, name: &str, rank: usize) -> Result<usize, EvalError> {
-    let value = ctx.int(name)?;
-    normalize_axis(value, rank)
-        .ok_or_else(|| unverified(format!("axis {value} is out of range for rank {rank}")))
 }
 
 /// Attribute `name` as two positive integers, `absent` when it is not written.
@@ -47,33 +34,6 @@ fn pair(ctx: &EvalContext<'_>, name: &str, absent: [u64; 2]) -> Result<[u64; 2],
     }
 }
 
-/// The padding and output size of a window over the spatial dimensions of NHWC input `x`,
-/// resolved by the same rule the shape inference uses.
-fn geometry(
-    ctx: &EvalContext<'_>,
-    x: &TensorType,
-    window: [u64; 2],
-    strides: [u64; 2],
-    dilations: [u64; 2],
-) -> Result<WindowGeometry, EvalError> {
-    if x.rank() != 4 {
-        return Err(unverified(format!("{x} is not an NHWC input")));
-    }
-    let padding = ctx
-        .attr("padding")
-        .unwrap_or(Attribute::Str("valid".into()));
-    window_geometry(
-        &padding,
-        [x.shape[1], x.shape[2]],
-        window,
-        strides,
-        dilations,
-    )
-    .map_err(|e| match e {
-        WindowError::Padding(m) | WindowError::TooLarge(m) => unverified(m),
-    })
-}
-
 /// The logistic sigmoid without overflow: `e^-x` is only computed for `x >= 0`.
 fn sigmoid(x: f64) -> f64 {
     if x >= 0.0 {
@@ -87,10 +47,7 @@ fn sigmoid(x: f64) -> f64 {
 impl Evaluate for Dense {
     fn evaluate(&self, ctx: &EvalContext<'_>) -> Result<Vec<Tensor>, EvalError> {
         let (x, w) = (ctx.floats(0)?, ctx.floats(1)?);
-        let bias = match ctx.optional_operand(2) {
-            Some(_) => Some(ctx.floats(2)?),
-            None => None,
-        };
+        let bias = ctx.optional_floats(2)?;
         let (xt, wt) = (&ctx.operand(0)?.ty, &ctx.operand(1)?.ty);
         let ty = ctx.result_type(0)?;
         let (Some((&k, batch)), [_, n]) = (xt.shape.split_last(), wt.shape.as_slice()) else {
@@ -126,7 +83,7 @@ impl Evaluate for Activation {
             ActivationKind::Sigmoid => elementwise(&sigmoid),
             ActivationKind::Silu => elementwise(&|a| a * sigmoid(a)),
             ActivationKind::Softmax | ActivationKind::LogSoftmax => {
-                let split = AxisSplit::at_axis(&ty.shape, axis(ctx, "axis", ty.rank())?);
+                let split = AxisSplit::at_axis(&ty.shape, ctx.axis("axis", ty.rank())?);
                 let mut y = vec![0.0; x.len()];
                 for o in 0..split.outer {
                     for n in 0..split.inner {
@@ -153,7 +110,7 @@ impl Evaluate for LayerNorm {
         let (x, gamma, beta) = (ctx.floats(0)?, ctx.floats(1)?, ctx.floats(2)?);
         let ty = ctx.result_type(0)?;
         let epsilon = ctx.float("epsilon")?;
-        let split = AxisSplit::trailing(&ty.shape, axis(ctx, "axis", ty.rank())?);
+        let split = AxisSplit::trailing(&ty.shape, ctx.axis("axis", ty.rank())?);
         if gamma.len() != split.len || beta.len() != split.len {
             return Err(unverified(
                 "gamma or beta does not match the normalized axes",
@@ -220,58 +177,132 @@ fn source(
     (0..i128::from(size)).contains(&at).then_some(at as usize)
 }
 
-impl Evaluate for Conv2d {
-    fn evaluate(&self, ctx: &EvalContext<'_>) -> Result<Vec<Tensor>, EvalError> {
-        let (x, w) = (ctx.floats(0)?, ctx.floats(1)?);
-        let bias = match ctx.optional_operand(2) {
-            Some(_) => Some(ctx.floats(2)?),
-            None => None,
+/// A 2-d window slid over the spatial dimensions of an NHWC input, what convolution and
+/// pooling share: the padding and output size (resolved by the rule the shape inference
+/// uses), the input positions each window reads, and the NHWC result.
+struct Sliding {
+    /// Input batch, height, width and channels.
+    input: [usize; 4],
+    /// Output height and width.
+    output: [usize; 2],
+    /// Window height and width.
+    window: [usize; 2],
+    strides: [u64; 2],
+    dilations: [u64; 2],
+    /// Padding before the first row and before the first column.
+    top: u64,
+    left: u64,
+}
+
+impl Sliding {
+    /// A `window` with `strides` and `dilations` over NHWC input `x`, padded as the op's
+    /// `padding` attribute says.
+    fn new(
+        ctx: &EvalContext<'_>,
+        x: &TensorType,
+        window: [u64; 2],
+        strides: [u64; 2],
+        dilations: [u64; 2],
+    ) -> Result<Sliding, EvalError> {
+        let &[n, h, w, c] = x.shape.as_slice() else {
+            return Err(unverified(format!("{x} is not an NHWC input")));
         };
-        let (xt, wt) = (&ctx.operand(0)?.ty, &ctx.operand(1)?.ty);
-        let ty = ctx.result_type(0)?;
-        let &[kh, kw, _, _] = wt.shape.as_slice() else {
-            return Err(unverified(format!("{wt} is not an HWCF filter")));
-        };
-        let strides = pair(ctx, "strides", [1, 1])?;
-        let dilations = pair(ctx, "dilations", [1, 1])?;
-        let g = geometry(ctx, xt, [kh, kw], strides, dilations)?;
-        let [top, _, left, _] = g.padding;
+        let padding = ctx
+            .attr("padding")
+            .unwrap_or(Attribute::Str("valid".into()));
+        let g =
+            window_geometry(&padding, [h, w], window, strides, dilations).map_err(|e| match e {
+                WindowError::Padding(m) | WindowError::TooLarge(m) => unverified(m),
+            })?;
         let u = |d: u64| d as usize;
-        let [nb, h, wd, c] = [xt.shape[0], xt.shape[1], xt.shape[2], xt.shape[3]].map(u);
-        let f = u(wt.shape[3]);
-        let [oh, ow] = g.output.map(u);
-        if ty.shape != [nb as u64, oh as u64, ow as u64, f as u64] {
-            return Err(unverified(format!("{ty} is not the convolution's shape")));
+        Ok(Sliding {
+            input: [n, h, w, c].map(u),
+            output: g.output.map(u),
+            window: window.map(u),
+            strides,
+            dilations,
+            top: g.padding[0],
+            left: g.padding[2],
+        })
+    }
+
+    /// Calls `visit(p, q, at)` for each tap `(p, q)` of the window at output position `(n, i,
+    /// j)` that lies inside the input (padding takes no part), in row-major order of the
+    /// taps; `at` is the row-major position of the input element at channel 0.
+    fn taps(&self, [n, i, j]: [usize; 3], mut visit: impl FnMut(usize, usize, usize)) {
+        let [_, h, w, c] = self.input;
+        for p in 0..self.window[0] {
+            let Some(row) = source(i, self.strides[0], p, self.dilations[0], self.top, h as u64)
+            else {
+                continue;
+            };
+            for q in 0..self.window[1] {
+                let Some(col) = source(
+                    j,
+                    self.strides[1],
+                    q,
+                    self.dilations[1],
+                    self.left,
+                    w as u64,
+                ) else {
+                    continue;
+                };
+                visit(p, q, ((n * h + row) * w + col) * c);
+            }
         }
-        let mut y = Vec::with_capacity(nb * oh * ow * f);
+    }
+
+    /// The result of type `ty`, NHWC with the output's height and width and `channels`
+    /// channels (else an error naming the op's `what`): `value([n, i, j, channel])` for each
+    /// element, in row-major order.
+    fn outputs(
+        &self,
+        ty: &TensorType,
+        channels: usize,
+        what: &str,
+        mut value: impl FnMut([usize; 4]) -> f64,
+    ) -> Result<Vec<Tensor>, EvalError> {
+        let [nb, ..] = self.input;
+        let [oh, ow] = self.output;
+        if ty.shape != [nb, oh, ow, channels].map(|d| d as u64) {
+            return Err(unverified(format!("{ty} is not the {what}'s shape")));
+        }
+        let mut y = Vec::with_capacity(nb * oh * ow * channels);
         for n in 0..nb {
             for i in 0..oh {
                 for j in 0..ow {
-                    for ff in 0..f {
-                        let mut sum = 0.0;
-                        for p in 0..u(kh) {
-                            let Some(row) = source(i, strides[0], p, dilations[0], top, h as u64)
-                            else {
-                                continue;
-                            };
-                            for q in 0..u(kw) {
-                                let Some(col) =
-                                    source(j, strides[1], q, dilations[1], left, wd as u64)
-                                else {
-                                    continue;
-                                };
-                                for cc in 0..c {
-                                    sum += x[((n * h + row) * wd + col) * c + cc]
-                                        * w[((p * u(kw) + q) * c + cc) * f + ff];
-                                }
-                            }
-                        }
-                        y.push(sum + bias.map_or(0.0, |b| b[ff]));
+                    for channel in 0..channels {
+                        y.push(value([n, i, j, channel]));
                     }
                 }
             }
         }
         one(ty, y)
+    }
+}
+
+impl Evaluate for Conv2d {
+    fn evaluate(&self, ctx: &EvalContext<'_>) -> Result<Vec<Tensor>, EvalError> {
+        let (x, w) = (ctx.floats(0)?, ctx.floats(1)?);
+        let bias = ctx.optional_floats(2)?;
+        let (xt, wt) = (&ctx.operand(0)?.ty, &ctx.operand(1)?.ty);
+        let ty = ctx.result_type(0)?;
+        let &[kh, kw, _, f] = wt.shape.as_slice() else {
+            return Err(unverified(format!("{wt} is not an HWCF filter")));
+        };
+        let strides = pair(ctx, "strides", [1, 1])?;
+        let dilations = pair(ctx, "dilations", [1, 1])?;
+        let sliding = Sliding::new(ctx, xt, [kh, kw], strides, dilations)?;
+        let (c, kw, f) = (sliding.input[3], kw as usize, f as usize);
+        sliding.outputs(ty, f, "convolution", |[n, i, j, ff]| {
+            let mut sum = 0.0;
+            sliding.taps([n, i, j], |p, q, at| {
+                for cc in 0..c {
+                    sum += x[at + cc] * w[((p * kw + q) * c + cc) * f + ff];
+                }
+            });
+            sum + bias.map_or(0.0, |b| b[ff])
+        })
     }
 }
 
@@ -285,41 +316,17 @@ impl Evaluate for Pool {
             _ => return Err(unverified("'window' is not two positive integers")),
         };
         let strides = pair(ctx, "strides", window)?;
-        let g = geometry(ctx, xt, window, strides, [1, 1])?;
-        let [top, _, left, _] = g.padding;
-        let u = |d: u64| d as usize;
-        let [nb, h, wd, c] = [xt.shape[0], xt.shape[1], xt.shape[2], xt.shape[3]].map(u);
-        let [oh, ow] = g.output.map(u);
-        if ty.shape != [nb as u64, oh as u64, ow as u64, c as u64] {
-            return Err(unverified(format!("{ty} is not the pooling's shape")));
-        }
-        let mut y = Vec::with_capacity(nb * oh * ow * c);
-        for n in 0..nb {
-            for i in 0..oh {
-                for j in 0..ow {
-                    for cc in 0..c {
-                        // The window positions inside the input; padding takes no part.
-                        let mut inside = Vec::new();
-                        for p in 0..u(window[0]) {
-                            for q in 0..u(window[1]) {
-                                let row = source(i, strides[0], p, 1, top, h as u64);
-                                let col = source(j, strides[1], q, 1, left, wd as u64);
-                                if let (Some(row), Some(col)) = (row, col) {
-                                    inside.push(x[((n * h + row) * wd + col) * c + cc]);
-                                }
-                            }
-                        }
-                        y.push(match self.kind {
-                            PoolKind::Max => {
-                                inside.iter().fold(f64::NEG_INFINITY, |m, &a| maximum(m, a))
-                            }
-                            PoolKind::Avg => inside.iter().sum::<f64>() / inside.len() as f64,
-                        });
-                    }
-                }
+        let sliding = Sliding::new(ctx, xt, window, strides, [1, 1])?;
+        let c = sliding.input[3];
+        sliding.outputs(ty, c, "pooling", |[n, i, j, cc]| {
+            // The window positions inside the input; padding takes no part.
+            let mut inside = Vec::new();
+            sliding.taps([n, i, j], |_, _, at| inside.push(x[at + cc]));
+            match self.kind {
+                PoolKind::Max => inside.iter().fold(f64::NEG_INFINITY, |m, &a| maximum(m, a)),
+                PoolKind::Avg => inside.iter().sum::<f64>() / inside.len() as f64,
             }
-        }
-        one(ty, y)
+        })
     }
 }
 
@@ -368,87 +375,17 @@ impl Evaluate for Attention {
 #[cfg(test)]
 mod tests {
     use std::f64::consts::LN_2;
-    use tessera::diag::render_all;
     use tessera::dialect::Registry;
-    use tessera::exec::interpret::interpret;
-    use tessera::exec::tensor::{Tensor, TensorData};
-    use tessera::frontend::load;
-    use tessera::source::SourceFile;
-    use tessera::types::{ElementType, TensorType};
+    use tessera::exec::tensor::Tensor;
+    use tessera::exec::testing::{self, assert_close, assert_floats, floats};
 
     const NAN: f64 = f64::NAN;
     const INF: f64 = f64::INFINITY;
 
-    /// The type written `2x3xf32` (`f32` for rank 0).
-    fn ty(text: &str) -> TensorType {
-        let mut parts: Vec<&str> = text.split('x').collect();
-        let element = parts
-            .pop()
-            .and_then(ElementType::from_name)
-            .expect("element type");
-        let shape = parts
-            .iter()
-            .map(|d| d.parse().expect("dimension"))
-            .collect();
-        TensorType::new(shape, element)
-    }
-
-    fn floats(t: &str, values: &[f64]) -> Tensor {
-        Tensor {
-            ty: ty(t),
-            data: TensorData::Float(values.to_vec()),
-        }
-    }
-
-    /// `%y = <op> : <result>` on inputs bound to `%a`, `%b`, `%c`, ... in order.
+    /// `%y = <op> : <result>`, an `nn` op, on inputs bound to `%a`, `%b`, ... in order.
+    #[track_caller]
     fn eval(op: &str, result: &str, inputs: &[Tensor]) -> Tensor {
-        let params: Vec<String> = inputs
-            .iter()
-            .zip(["a", "b", "c", "d", "e"])
-            .map(|(t, name)| format!("%{name}: {}", t.ty))
-            .collect();
-        let r = ty(result);
-        let text = format!(
-            "func @f({}) -> {r} {{\n  %y = {op} : {r}\n  return %y : {r}\n}}\n",
-            params.join(", ")
-        );
-        let file = SourceFile::new("test.tsr", text.as_str());
-        let registry = Registry::new().with(&crate::NN);
-        let module = load(&file, 0..text.len(), &registry)
-            .unwrap_or_else(|d| panic!("{}", render_all(&d, &file)));
-        let mut results = interpret(&module, 0, inputs).unwrap_or_else(|e| panic!("{op}: {e}"));
-        results.remove(0)
-    }
-
-    /// `actual` has type `t` and exactly the `expected` values (bits compared, so the sign of
-    /// zero counts; any NaN matches any NaN).
-    fn assert_floats(actual: &Tensor, t: &str, expected: &[f64]) {
-        assert_eq!(actual.ty, ty(t));
-        let TensorData::Float(values) = &actual.data else {
-            panic!("not floats: {actual:?}");
-        };
-        assert_eq!(values.len(), expected.len(), "{values:?}");
-        for (i, (&a, &e)) in values.iter().zip(expected).enumerate() {
-            let same = a.to_bits() == e.to_bits() || (a.is_nan() && e.is_nan());
-            assert!(same, "element {i}: {a:e}, expected {e:e} (all: {values:?})");
-        }
-    }
-
-    /// `actual` has type `t` and the `expected` values within 1e-12 relative (equal
-    /// infinities and zeros, NaN for NaN).
-    fn assert_close(actual: &Tensor, t: &str, expected: &[f64]) {
-        assert_eq!(actual.ty, ty(t));
-        let TensorData::Float(values) = &actual.data else {
-            panic!("not floats: {actual:?}");
-        };
-        assert_eq!(values.len(), expected.len(), "{values:?}");
-        for (i, (&a, &e)) in values.iter().zip(expected).enumerate() {
-            let close = a == e || (a.is_nan() && e.is_nan()) || (a - e).abs() <= 1e-12 * e.abs();
-            assert!(
-                close,
-                "element {i}: {a:e}, expected {e:e} (all: {values:?})"
-            );
-        }
+        testing::eval(&Registry::new().with(&crate::NN), op, result, inputs)
     }
 
     /// The 3x3 image 1..9 as a [1, 3, 3, 1] NHWC tensor.
