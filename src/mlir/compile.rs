@@ -1,54 +1,65 @@
-//! The whole CPU path in one call: a verified module to MLIR, through the default pipeline,
-//! into the JIT, with the time of every step.
+//! The whole CPU path in one call: a verified module through a pipeline (a preset, or one of
+//! the user's) into the JIT, with the time of every step.
 
 use crate::diag::Diagnostic;
 use crate::ir::Module;
 use crate::mlir::context::MlirContext;
-use crate::mlir::convert::convert_module;
 use crate::mlir::jit::{Jit, Signature};
-use crate::mlir::pipeline::{run_stages, Stage};
+use crate::mlir::pipeline::Pipeline;
+use crate::mlir::runner::{run_pipeline, Instrumentation, StepTime};
+use crate::mlir::stages::{Program, StageEnv};
 use crate::source::{SourceFile, Span};
 use std::time::{Duration, Instant};
 
 /// How long each step of a compilation took.
 #[derive(Clone, Debug, Default)]
 pub struct CompileTimes {
-    /// Each step's name and wall time, in order: the conversion, every stage, the JIT.
-    pub steps: Vec<(&'static str, Duration)>,
+    /// Each step of the pipeline, then the JIT (`llvm-jit`).
+    pub steps: Vec<StepTime>,
 }
 
 impl CompileTimes {
     /// The total.
     pub fn total(&self) -> Duration {
-        self.steps.iter().map(|(_, d)| *d).sum()
+        self.steps.iter().map(|s| s.time).sum()
     }
 }
 
-/// Converts `module`, lowers it through `stages` and compiles it into a JIT at LLVM
-/// optimization level `opt_level`.
+/// Runs `pipeline` on `module` (it must end in the LLVM dialect) and compiles the result into
+/// a JIT at LLVM optimization level `opt_level`.
 pub fn compile(
     context: &MlirContext,
     module: &Module,
     file: &SourceFile,
-    stages: &[Stage],
+    pipeline: &Pipeline,
     opt_level: u32,
 ) -> Result<(Jit, CompileTimes), Vec<Diagnostic>> {
-    let mut times = CompileTimes::default();
+    let env = StageEnv { context, file };
+    let (program, steps) = run_pipeline(
+        Program::Graph(module.clone()),
+        pipeline,
+        &env,
+        &Instrumentation::default(),
+        &mut std::io::sink(),
+    )
+    .map_err(|failure| failure.diagnostics)?;
+    let mut times = CompileTimes { steps };
+    let Program::Mlir(lowered) = program else {
+        return Err(vec![Diagnostic::error(
+            Span::at(0),
+            format!("the pipeline {pipeline} does not produce MLIR"),
+        )]);
+    };
     let start = Instant::now();
-    let mut mlir = convert_module(context, module, file)?;
-    times
-        .steps
-        .push(("tessera-convert-to-linalg", start.elapsed()));
-    times
-        .steps
-        .extend(run_stages(context, &mut mlir, stages, file)?);
-    let start = Instant::now();
-    let jit = Jit::new(&mlir, Signature::of_module(module), opt_level).ok_or_else(|| {
+    let jit = Jit::new(&lowered, Signature::of_module(module), opt_level).ok_or_else(|| {
         vec![Diagnostic::error(
             Span::at(0),
-            "the lowered module does not translate to LLVM IR",
+            format!("the pipeline {pipeline} does not end in the LLVM dialect"),
         )]
     })?;
-    times.steps.push(("llvm-jit", start.elapsed()));
+    times.steps.push(StepTime {
+        name: "llvm-jit".into(),
+        time: start.elapsed(),
+    });
     Ok((jit, times))
 }

@@ -194,25 +194,11 @@ fn convert_body<'c, 'a>(
             values[id.index()] = Some(result);
         }
     }
-    // A parameter, or a value returned twice, gets its own copy: bufferization makes results
-    // out-parameters, and MLIR 19's buffer-results-to-out-params crashes on a result that
-    // aliases an argument or another result.
-    // (Compared as MLIR values: a conversion may forward its operand, as a no-op reshape does.)
-    let arguments: Vec<Value<'c, 'a>> = func
-        .params
+    let returned = func
+        .returns
         .iter()
-        .map(|&p| value(&values, p))
-        .collect::<Result<_, _>>()?;
-    let mut returned: Vec<Value<'c, 'a>> = Vec::with_capacity(func.returns.len());
-    for &r in &func.returns {
-        let result = value(&values, r)?;
-        let aliased = arguments.contains(&result) || returned.contains(&result);
-        returned.push(if aliased {
-            emit.copy(result, &func.value(r).ty)?
-        } else {
-            result
-        });
-    }
+        .map(|&r| value(&values, r))
+        .collect::<Result<Vec<_>, _>>()?;
     emit.append(emit.builder("func.return").add_operands(&returned))?;
     Ok((param_types, result_types))
 }

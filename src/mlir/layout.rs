@@ -38,21 +38,6 @@ impl<'c, 'a> Emitter<'c, 'a> {
         Ok(results[0])
     }
 
-    /// A new tensor holding `source`'s elements (`linalg.copy` into a `tensor.empty`).
-    pub fn copy(&self, source: Value<'c, 'a>, ty: &TensorType) -> ConvertResult<Value<'c, 'a>> {
-        let init = self.empty(ty)?;
-        let element = self.element_type(ty.element);
-        let results = self.structured(
-            "linalg.copy",
-            &[source],
-            &[(init, ty)],
-            vec![],
-            &[element, element],
-            |_, args| Ok(vec![args[0]]),
-        )?;
-        Ok(results[0])
-    }
-
     /// `tensor.extract_slice %source[offsets] [sizes] [strides]` into `result`.
     pub fn extract_slice(
         &self,

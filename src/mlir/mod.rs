@@ -15,5 +15,10 @@ pub mod located;
 pub mod lowering;
 pub mod memref;
 pub mod pipeline;
+pub mod runner;
+pub mod schedule;
+pub mod stages;
+pub mod strategy;
+pub mod walk;
 
 pub use context::{MlirContext, MlirDiagnostic};

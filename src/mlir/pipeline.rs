@@ -1,90 +1,266 @@
-//! The default CPU pipeline from the linalg stage to the LLVM dialect, as named stages of
-//! upstream passes, each run and timed on its own so that tools can report per-stage times.
-//! Tiling, fusion and vectorization slot in as stages before `bufferize`.
+//! Pipelines in MLIR's textual syntax, `builtin.module(a, b{key=value}, func.func(c))`, mixing
+//! tessera's stages (with their options) and any registered upstream pass; the presets
+//! `-O0`..`-O3`. A pipeline prints back in the same syntax, so the expansion of a preset can be
+//! reused verbatim.
 
-use crate::diag::Diagnostic;
-use crate::mlir::context::MlirContext;
-use crate::mlir::located::located_diagnostics;
-use crate::source::{SourceFile, Span};
-use melior::ir::Module;
-use melior::pass::PassManager;
-use melior::utility::parse_pass_pipeline;
-use std::time::{Duration, Instant};
+use crate::mlir::stages::{stage, stages, Stage, StageOptions};
+use crate::suggest::did_you_mean;
+use std::fmt;
 
-/// A named stage: a sequence of upstream passes in MLIR's textual pipeline syntax.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stage {
-    /// The stage's name (`tessera-bufferize`).
-    pub name: &'static str,
-    /// What it runs, inside `builtin.module(...)`.
-    pub passes: &'static str,
+/// The upstream passes and pass pipelines MLIR 19 registers (from `mlir-opt --help`): name,
+/// tab, one-line summary. For `--list-passes` and "did you mean".
+pub const UPSTREAM_PASSES: &str = include_str!("upstream_passes.tsv");
+
+/// One step of a pipeline.
+pub enum Element {
+    /// A tessera stage and its options.
+    Stage(&'static dyn Stage, StageOptions),
+    /// Upstream passes, as written (`canonicalize`, `func.func(cse)`,
+    /// `linalg-fuse-elementwise-ops{...}`); MLIR parses and runs them.
+    Upstream(String),
 }
 
-/// One-shot bufferization across function boundaries with identity layouts (so compiled
-/// functions take plain strided memrefs); results become caller-owned out-parameters
-/// (no allocation for them); temporaries are freed.
-pub const BUFFERIZE: Stage = Stage {
-    name: "tessera-bufferize",
-    passes: "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},\
-             buffer-results-to-out-params{hoist-static-allocs},buffer-deallocation-pipeline,\
-             convert-bufferization-to-memref",
-};
-
-/// linalg to loops, then everything to the LLVM dialect. Allocation goes through
-/// `_mlir_memref_to_llvm_alloc`/`_free` (generic functions) so the host can count it; math
-/// without an LLVM intrinsic (`tanh`, `erf`) calls libm.
-pub const LOWER_TO_LLVM: Stage = Stage {
-    name: "tessera-lower-to-llvm",
-    passes: "convert-linalg-to-loops,lower-affine,expand-strided-metadata,convert-scf-to-cf,\
-             convert-math-to-llvm,convert-math-to-libm,convert-arith-to-llvm,convert-index-to-llvm,\
-             finalize-memref-to-llvm{use-generic-functions},convert-cf-to-llvm,convert-func-to-llvm,\
-             reconcile-unrealized-casts",
-};
-
-/// The default CPU pipeline, in order.
-pub const DEFAULT_CPU: &[Stage] = &[BUFFERIZE, LOWER_TO_LLVM];
-
-/// The textual form of `stages`: `builtin.module(...)`, reusable as a `--pass-pipeline`.
-pub fn pipeline_text(stages: &[Stage]) -> String {
-    let passes: Vec<&str> = stages.iter().map(|s| s.passes).collect();
-    format!("builtin.module({})", passes.join(","))
-}
-
-/// Runs `stages` on `module` one at a time, returning each stage's wall time. A failing
-/// stage's MLIR diagnostics come back located in `file`, under the stage's name.
-pub fn run_stages(
-    context: &MlirContext,
-    module: &mut Module<'_>,
-    stages: &[Stage],
-    file: &SourceFile,
-) -> Result<Vec<(&'static str, Duration)>, Vec<Diagnostic>> {
-    let mut times = Vec::with_capacity(stages.len());
-    for stage in stages {
-        let manager = PassManager::new(context.context());
-        let text = format!("builtin.module({})", stage.passes);
-        parse_pass_pipeline(manager.as_operation_pass_manager(), &text).map_err(|e| {
-            vec![Diagnostic::error(
-                Span::at(0),
-                format!("stage '{}' has an invalid pipeline: {e}", stage.name),
-            )]
-        })?;
-        context.take_diagnostics();
-        let start = Instant::now();
-        let outcome = manager.run(module);
-        times.push((stage.name, start.elapsed()));
-        if outcome.is_err() || !module.as_operation().verify() {
-            let mut diagnostics = located_diagnostics(&context.take_diagnostics(), file);
-            for d in &mut diagnostics {
-                d.message = format!("in stage '{}': {}", stage.name, d.message);
-            }
-            if diagnostics.is_empty() {
-                diagnostics.push(Diagnostic::error(
-                    Span::at(0),
-                    format!("stage '{}' failed", stage.name),
-                ));
-            }
-            return Err(diagnostics);
+impl Element {
+    /// The step's name (`tessera-fuse`, `canonicalize`, `func.func`).
+    pub fn name(&self) -> String {
+        match self {
+            Element::Stage(stage, _) => stage.name().to_string(),
+            Element::Upstream(text) => text
+                .split(['{', '('])
+                .next()
+                .unwrap_or(text)
+                .trim()
+                .to_string(),
         }
     }
-    Ok(times)
+}
+
+impl fmt::Display for Element {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Element::Stage(stage, options) if options.0.is_empty() => f.write_str(stage.name()),
+            Element::Stage(stage, options) => {
+                let pairs: Vec<String> =
+                    options.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                write!(f, "{}{{{}}}", stage.name(), pairs.join(" "))
+            }
+            Element::Upstream(text) => f.write_str(text),
+        }
+    }
+}
+
+/// A sequence of steps over a module.
+#[derive(Default)]
+pub struct Pipeline {
+    /// The steps, in order.
+    pub elements: Vec<Element>,
+}
+
+impl fmt::Display for Pipeline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let elements: Vec<String> = self.elements.iter().map(ToString::to_string).collect();
+        write!(f, "builtin.module({})", elements.join(","))
+    }
+}
+
+impl Pipeline {
+    /// The preset `-O<level>`: `-O0` converts, bufferizes and lowers op by op (every
+    /// intermediate materialized); `-O1` adds fusion; `-O2` tiling; `-O3` vectorization.
+    /// `fusion = false` removes the fusion stage and keeps the rest (`--no-fusion`).
+    pub fn preset(level: u8, fusion: bool) -> Pipeline {
+        Pipeline::preset_with_schedule(level, fusion, None)
+    }
+
+    /// A preset whose tiling and vectorization are replaced by the user's transform-dialect
+    /// `schedule` (a file) when one is given.
+    pub fn preset_with_schedule(level: u8, fusion: bool, schedule: Option<&str>) -> Pipeline {
+        let mut names = vec!["tessera-convert-to-linalg"];
+        if level >= 1 && fusion {
+            names.push("tessera-fuse");
+        }
+        if level >= 2 {
+            names.push("tessera-tile");
+        }
+        if level >= 3 {
+            names.push("tessera-vectorize");
+        }
+        let mut elements: Vec<Element> = names
+            .into_iter()
+            .filter_map(stage)
+            .map(|s| Element::Stage(s, StageOptions::default()))
+            .collect();
+        if let Some(path) = schedule {
+            elements.retain(|e| !matches!(e.name().as_str(), "tessera-tile" | "tessera-vectorize"));
+            if let Some(apply) = stage("tessera-apply-schedule") {
+                let options = StageOptions([("file".to_string(), path.to_string())].into());
+                elements.push(Element::Stage(apply, options));
+            }
+        }
+        for last in ["tessera-bufferize", "tessera-lower-to-llvm"]
+            .into_iter()
+            .filter_map(stage)
+        {
+            elements.push(Element::Stage(last, StageOptions::default()));
+        }
+        Pipeline { elements }
+    }
+
+    /// Parses MLIR's textual pipeline syntax. Unknown passes and stage options are errors that
+    /// name the close matches.
+    pub fn parse(text: &str) -> Result<Pipeline, String> {
+        let trimmed = text.trim();
+        let inner = match trimmed.strip_prefix("builtin.module(") {
+            Some(rest) => rest
+                .strip_suffix(')')
+                .ok_or("'builtin.module(' is not closed")?,
+            None => trimmed,
+        };
+        let elements = split_top_level(inner)?
+            .into_iter()
+            .filter(|e| !e.is_empty())
+            .map(parse_element)
+            .collect::<Result<_, _>>()?;
+        Ok(Pipeline { elements })
+    }
+}
+
+/// Splits `text` at commas outside `()` and `{}`.
+fn split_top_level(text: &str) -> Result<Vec<String>, String> {
+    let mut parts = Vec::new();
+    let mut depth: i32 = 0;
+    let mut current = String::new();
+    for c in text.chars() {
+        match c {
+            '(' | '{' => depth += 1,
+            ')' | '}' => {
+                depth -= 1;
+                if depth < 0 {
+                    return Err(format!("unbalanced '{c}' in the pass pipeline"));
+                }
+            }
+            ',' if depth == 0 => {
+                parts.push(current.trim().to_string());
+                current.clear();
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    if depth != 0 {
+        return Err("unbalanced brackets in the pass pipeline".into());
+    }
+    parts.push(current.trim().to_string());
+    Ok(parts)
+}
+
+fn parse_element(text: String) -> Result<Element, String> {
+    let name_end = text.find(['{', '(']).unwrap_or(text.len());
+    let name = text[..name_end].trim();
+    if let Some(stage) = stage(name) {
+        let options = match text[name_end..].strip_prefix('{') {
+            Some(rest) => parse_options(
+                stage,
+                rest.strip_suffix('}')
+                    .ok_or_else(|| format!("the options of '{name}' are not closed"))?,
+            )?,
+            None if name_end == text.len() => StageOptions::default(),
+            None => {
+                return Err(format!(
+                    "'{name}' takes options in {{...}}, not '{}'",
+                    &text[name_end..]
+                ))
+            }
+        };
+        return Ok(Element::Stage(stage, options));
+    }
+    // Op-anchored nested pipelines (`func.func(cse)`) go to MLIR as written.
+    let nested = text[name_end..].starts_with('(');
+    if !nested && !upstream_names().any(|n| n == name) {
+        let candidates: Vec<&str> = stages()
+            .iter()
+            .map(|s| s.name())
+            .chain(upstream_names())
+            .collect();
+        return Err(format!(
+            "unknown pass or stage '{name}'{}",
+            did_you_mean(name, candidates)
+        ));
+    }
+    Ok(Element::Upstream(text))
+}
+
+/// `key=value` pairs separated by spaces, checked against `stage`'s options.
+fn parse_options(stage: &dyn Stage, text: &str) -> Result<StageOptions, String> {
+    let mut options = StageOptions::default();
+    for pair in text.split_whitespace() {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("option '{pair}' of '{}' is not key=value", stage.name()))?;
+        if !stage.options().iter().any(|o| o.name == key) {
+            let known: Vec<&str> = stage.options().iter().map(|o| o.name).collect();
+            let hint = match did_you_mean(key, known.iter().copied()) {
+                h if h.is_empty() && known.is_empty() => " (it takes none)".to_string(),
+                h if h.is_empty() => format!(" (options: {})", known.join(", ")),
+                h => h,
+            };
+            return Err(format!("'{}' has no option '{key}'{hint}", stage.name()));
+        }
+        options.0.insert(key.to_string(), value.to_string());
+    }
+    Ok(options)
+}
+
+/// The names of the upstream passes.
+pub fn upstream_names() -> impl Iterator<Item = &'static str> {
+    UPSTREAM_PASSES
+        .lines()
+        .filter_map(|line| line.split('\t').next())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_print_and_parse_back() {
+        for level in 0..=3 {
+            for fusion in [true, false] {
+                let text = Pipeline::preset(level, fusion).to_string();
+                assert_eq!(
+                    Pipeline::parse(&text).expect("a preset parses").to_string(),
+                    text
+                );
+            }
+        }
+        assert_eq!(
+            Pipeline::preset(3, false).to_string(),
+            "builtin.module(tessera-convert-to-linalg,tessera-tile,tessera-vectorize,tessera-bufferize,tessera-lower-to-llvm)"
+        );
+    }
+
+    #[test]
+    fn mixes_stages_options_and_upstream_passes() {
+        let p = Pipeline::parse("builtin.module(tessera-convert-to-linalg, tessera-tile{sizes=64,64,32}, func.func(cse), canonicalize)")
+            .expect("parses");
+        assert_eq!(p.elements.len(), 4);
+        assert_eq!(p.to_string(), "builtin.module(tessera-convert-to-linalg,tessera-tile{sizes=64,64,32},func.func(cse),canonicalize)");
+    }
+
+    #[test]
+    fn unknown_names_suggest_close_matches() {
+        let e = Pipeline::parse("builtin.module(tessera-fsue)")
+            .err()
+            .expect("rejected");
+        assert!(e.contains("did you mean 'tessera-fuse'"), "{e}");
+        let e = Pipeline::parse("builtin.module(canonicalise)")
+            .err()
+            .expect("rejected");
+        assert!(e.contains("'canonicalize'"), "{e}");
+        let e = Pipeline::parse("builtin.module(tessera-tile{size=4})")
+            .err()
+            .expect("rejected");
+        assert!(e.contains("did you mean 'sizes'"), "{e}");
+        assert!(Pipeline::parse("builtin.module(cse").is_err());
+    }
 }

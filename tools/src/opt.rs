@@ -1,5 +1,7 @@
-//! `tessera-opt`: reads tessera IR, reports every error with its location, prints the module
-//! in canonical form; `--split-input-file` and `--verify-diagnostics` work as in `mlir-opt`.
+//! `tessera-opt`: reads tessera IR (or MLIR), reports every error with its location, runs a
+//! pipeline of tessera stages and upstream passes (a preset or `--pass-pipeline`) with
+//! instrumentation, and prints the result; `--split-input-file` and `--verify-diagnostics`
+//! work as in `mlir-opt`.
 
 use crate::registry;
 use clap::Parser;
@@ -7,36 +9,48 @@ use melior::ir::operation::OperationPrintingFlags;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use tessera::diag::render_all;
-use tessera::diag::Diagnostic;
+use tessera::diag::{render_all, Diagnostic};
 use tessera::expected_diagnostics::check_expected;
 use tessera::frontend::{decode, load, split_chunks, SPLIT_MARKER};
-use tessera::mlir::convert::convert_module;
+use tessera::ir::Module;
 use tessera::mlir::jit::{write_object_file, Signature};
 use tessera::mlir::llvm::llvm_ir;
-use tessera::mlir::pipeline::{run_stages, DEFAULT_CPU};
+use tessera::mlir::pipeline::{Pipeline, UPSTREAM_PASSES};
+use tessera::mlir::runner::{run_pipeline, timing_report, Instrumentation, Selection, StepTime};
+use tessera::mlir::stages::{stages, Program, StageEnv};
 use tessera::mlir::MlirContext;
 use tessera::reference::render_reference;
-use tessera::source::Span;
-use tessera::syntax::printer::print_module;
+use tessera::source::{SourceFile, Span};
 
 /// Command-line options of `tessera-opt`.
 #[derive(Parser, Debug)]
 #[command(
     name = "tessera-opt",
     version,
-    about = "Read a tessera IR module (.tsr), verify it, and print it in canonical form.",
+    about = "Read a tessera model (.tsr) or MLIR (.mlir), verify it, run a pipeline, print the result.",
     after_help = "\
+Without -O or --pass-pipeline nothing is lowered: the model prints in canonical form, or
+with --emit=mlir as the conversion leaves it. Presets (tessera stages, in order):
+  -O0  tessera-convert-to-linalg, tessera-bufferize, tessera-lower-to-llvm: op by op,
+       every intermediate materialized (the standard-execution baseline)
+  -O1  adds tessera-fuse (elementwise chains and producers of reductions in one loop nest)
+  -O2  adds tessera-tile (tile sizes from the strategy, attached as tessera.tile_sizes)
+  -O3  adds tessera-vectorize
+  --no-fusion drops tessera-fuse from a preset; --schedule FILE replaces tiling and
+  vectorization by a transform-dialect schedule. --list-passes shows every stage and pass.
+
 Exit status: 0 when the input is valid, 1 when it has errors (each reported as
 FILE:LINE:COL: error: ... with the source line and a caret), 2 for usage errors.
 
 Examples:
   tessera-opt testdata/models/seed_mlp.tsr          print the seed model canonically
-  tessera-opt - < model.tsr                         read standard input
-  tessera-opt model.tsr -o canonical.tsr            write the output to a file
-  tessera-opt cases.tsr --split-input-file          each '// -----' chunk on its own
-  tessera-opt bad.tsr --split-input-file --verify-diagnostics
-        check the '// expected-error @+1 {{...}}' comments against the diagnostics
+  tessera-opt model.tsr --emit=mlir                 the model as MLIR linalg
+  tessera-opt model.tsr -O3 --print-ir-after-all 2>stages.txt
+  tessera-opt model.tsr --pass-pipeline='builtin.module(tessera-convert-to-linalg,tessera-tile{sizes=64,64,32},canonicalize)'
+  tessera-opt model.tsr -O3 --dump-pass-pipeline    the preset as a reusable pipeline
+  tessera-opt model.tsr -O3 --dump-dir stages/ --timing
+  tessera-opt kernel.mlir --pass-pipeline='builtin.module(tessera-fuse)'
+  tessera-opt cases.tsr --split-input-file --verify-diagnostics
   tessera-opt --print-op-reference                  the reference of every op"
 )]
 pub struct OptArgs {
@@ -45,6 +59,10 @@ pub struct OptArgs {
     /// Write the output here instead of standard output.
     #[arg(short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// How to read the input: `tsr`, or `mlir` (func/tensor/linalg IR); by default from the
+    /// file's extension.
+    #[arg(long, value_enum)]
+    pub input_format: Option<InputFormat>,
     /// Process each chunk separated by a `// -----` line on its own; outputs are joined with
     /// the same separator.
     #[arg(long)]
@@ -54,11 +72,49 @@ pub struct OptArgs {
     /// diagnostic was expected and every expectation met.
     #[arg(long)]
     pub verify_diagnostics: bool,
-    /// What to print: the canonical module (`tsr`), or its MLIR after conversion (`mlir`).
-    #[arg(long, value_enum, default_value_t = Emit::Tsr)]
-    pub emit: Emit,
-    /// With `--emit=mlir`: print MLIR locations (each op's `.tsr` file:line:col and value
-    /// name), as `mlir-opt --mlir-print-debuginfo` does.
+    /// Run the preset pipeline -O0, -O1, -O2 or -O3.
+    #[arg(short = 'O', value_name = "LEVEL", value_parser = clap::value_parser!(u8).range(0..=3), conflicts_with = "pass_pipeline")]
+    pub opt_level: Option<u8>,
+    /// With -O: leave out tessera-fuse (the same kernels, unfused).
+    #[arg(long)]
+    pub no_fusion: bool,
+    /// With -O: a transform-dialect schedule (`@__transform_main`) instead of tessera-tile
+    /// and tessera-vectorize.
+    #[arg(long, value_name = "FILE")]
+    pub schedule: Option<PathBuf>,
+    /// A pipeline in MLIR's syntax mixing tessera stages (with options) and upstream passes.
+    #[arg(long, value_name = "PIPELINE")]
+    pub pass_pipeline: Option<String>,
+    /// List tessera's stages (with options) and the upstream passes, and exit.
+    #[arg(long)]
+    pub list_passes: bool,
+    /// Print the pipeline that runs, in the form --pass-pipeline takes, to stderr.
+    #[arg(long)]
+    pub dump_pass_pipeline: bool,
+    /// Print the IR after every step to stderr.
+    #[arg(long)]
+    pub print_ir_after_all: bool,
+    /// Print the IR before every step to stderr.
+    #[arg(long)]
+    pub print_ir_before_all: bool,
+    /// Print the IR after the steps of this name (repeatable).
+    #[arg(long, value_name = "NAME")]
+    pub print_ir_after: Vec<String>,
+    /// Print the IR before the steps of this name (repeatable).
+    #[arg(long, value_name = "NAME")]
+    pub print_ir_before: Vec<String>,
+    /// Write the input and the IR after every step as numbered files into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub dump_dir: Option<PathBuf>,
+    /// Report the time of every step to stderr: `--timing` (a table) or `--timing=json`.
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "text", require_equals = true)]
+    pub timing: Option<TimingFormat>,
+    /// What to print: `tsr` (the canonical model), `mlir`, `llvm-ir`, or `obj` (needs -o).
+    /// By default: `tsr`, or `mlir` when a pipeline runs or the input is MLIR.
+    #[arg(long, value_enum)]
+    pub emit: Option<Emit>,
+    /// With MLIR output: print locations (each op's `.tsr` file:line:col and value name), as
+    /// `mlir-opt --mlir-print-debuginfo` does.
     #[arg(long)]
     pub mlir_print_debuginfo: bool,
     /// Print the reference of every registered op (Markdown) and exit.
@@ -66,82 +122,36 @@ pub struct OptArgs {
     pub print_op_reference: bool,
 }
 
+/// How the input is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum InputFormat {
+    /// tessera IR.
+    Tsr,
+    /// MLIR text.
+    Mlir,
+}
+
+/// How timing is reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TimingFormat {
+    /// A table, as MLIR's `--mlir-timing`.
+    Text,
+    /// `{"total_ms": ..., "steps": [{"name": ..., "ms": ...}]}`.
+    Json,
+}
+
 /// What `tessera-opt` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Emit {
     /// The module in canonical `.tsr` form.
     Tsr,
-    /// MLIR func/tensor/linalg/arith/math, after `tessera-convert-to-linalg`.
+    /// MLIR, after the pipeline (or after `tessera-convert-to-linalg` when none is given).
     Mlir,
-    /// LLVM IR of the default CPU pipeline.
+    /// LLVM IR (the pipeline must end in the LLVM dialect; -O3 when none is given).
     LlvmIr,
     /// An object file with the C interface (`_mlir_ciface_<name>`) of every function;
     /// needs `-o FILE`.
     Obj,
-}
-
-/// Runs `tessera-opt` with `args`, writing diagnostics to `stderr`.
-pub fn run_opt(args: &OptArgs, stderr: &mut dyn Write) -> ExitCode {
-    let registry = registry();
-    if args.emit == Emit::Obj && args.output.is_none() {
-        let _ = writeln!(
-            stderr,
-            "tessera-opt: error: --emit=obj needs an output file: add -o FILE"
-        );
-        return ExitCode::from(2);
-    }
-    if args.print_op_reference {
-        return write_output(args, &render_reference(&registry), stderr);
-    }
-    let (name, bytes) = match read_input(args.input.as_deref()) {
-        Ok(input) => input,
-        Err(error) => {
-            let _ = writeln!(stderr, "tessera-opt: error: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let (file, decode_error) = decode(&name, &bytes);
-    if let Some(diag) = decode_error {
-        let _ = write!(stderr, "{}", diag.render(&file));
-        return ExitCode::FAILURE;
-    }
-    let whole = 0..file.text().len();
-    let chunks = if args.split_input_file {
-        split_chunks(file.text())
-    } else {
-        std::iter::once(whole).collect()
-    };
-    let mut failed = false;
-    let mut outputs = Vec::new();
-    let mlir = MlirContext::new();
-    for chunk in chunks {
-        let result = load(&file, chunk.clone(), &registry);
-        let reported = match (&result, args.verify_diagnostics) {
-            (_, true) => {
-                let diagnostics = result.as_ref().err().map_or(&[][..], Vec::as_slice);
-                check_expected(&file, chunk, diagnostics)
-            }
-            (Err(diagnostics), false) => diagnostics.clone(),
-            (Ok(_), false) => Vec::new(),
-        };
-        failed |= !reported.is_empty();
-        let _ = write!(stderr, "{}", render_all(&reported, &file));
-        let Ok(module) = result else { continue };
-        match args.emit {
-            Emit::Tsr => outputs.push(print_module(&module)),
-            emit => match lower(&mlir, &module, &file, emit, args) {
-                Ok(text) => outputs.push(text),
-                Err(diagnostics) => {
-                    failed = true;
-                    let _ = write!(stderr, "{}", render_all(&diagnostics, &file));
-                }
-            },
-        }
-    }
-    if failed {
-        return ExitCode::FAILURE;
-    }
-    write_output(args, &outputs.join(&format!("{SPLIT_MARKER}\n")), stderr)
 }
 
 /// Why `tessera-opt` could not read its input or write its output.
@@ -165,6 +175,270 @@ pub enum IoError {
     },
 }
 
+/// Runs `tessera-opt` with `args`, writing diagnostics and instrumentation to `stderr`.
+pub fn run_opt(args: &OptArgs, stderr: &mut dyn Write) -> ExitCode {
+    let usage = |stderr: &mut dyn Write, message: &str| {
+        let _ = writeln!(stderr, "tessera-opt: error: {message}");
+        ExitCode::from(2)
+    };
+    if args.emit == Some(Emit::Obj) && args.output.is_none() {
+        return usage(stderr, "--emit=obj needs an output file: add -o FILE");
+    }
+    if args.print_op_reference {
+        return write_output(args, &render_reference(&registry()), stderr);
+    }
+    if args.list_passes {
+        return write_output(args, &list_passes(), stderr);
+    }
+    let pipeline = match chosen_pipeline(args) {
+        Ok(pipeline) => pipeline,
+        Err(message) => return usage(stderr, &message),
+    };
+    if args.dump_pass_pipeline {
+        let _ = writeln!(
+            stderr,
+            "{}",
+            pipeline
+                .as_ref()
+                .map_or_else(|| "builtin.module()".to_string(), ToString::to_string)
+        );
+    }
+    let (name, bytes) = match read_input(args.input.as_deref()) {
+        Ok(input) => input,
+        Err(error) => {
+            let _ = writeln!(stderr, "tessera-opt: error: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (file, decode_error) = decode(&name, &bytes);
+    if let Some(diag) = decode_error {
+        let _ = write!(stderr, "{}", diag.render(&file));
+        return ExitCode::FAILURE;
+    }
+    let format = args.input_format.unwrap_or(if name.ends_with(".mlir") {
+        InputFormat::Mlir
+    } else {
+        InputFormat::Tsr
+    });
+    let whole = 0..file.text().len();
+    let chunks = if args.split_input_file {
+        split_chunks(file.text())
+    } else {
+        std::iter::once(whole).collect()
+    };
+    let registry = registry();
+    let context = MlirContext::new();
+    let mut failed = false;
+    let mut outputs = Vec::new();
+    let mut times: Vec<StepTime> = Vec::new();
+    for chunk in chunks {
+        let loaded = match format {
+            InputFormat::Tsr => load(&file, chunk.clone(), &registry).map(Program::Graph),
+            InputFormat::Mlir => load_mlir(&context, &file, chunk.clone()).map(Program::Mlir),
+        };
+        let result = loaded.and_then(|program| {
+            process(
+                args,
+                &context,
+                &file,
+                program,
+                pipeline.as_ref(),
+                &mut times,
+                stderr,
+            )
+        });
+        let reported = match (&result, args.verify_diagnostics) {
+            (_, true) => check_expected(
+                &file,
+                chunk,
+                result.as_ref().err().map_or(&[][..], Vec::as_slice),
+            ),
+            (Err(diagnostics), false) => diagnostics.clone(),
+            (Ok(_), false) => Vec::new(),
+        };
+        failed |= !reported.is_empty();
+        let _ = write!(stderr, "{}", render_all(&reported, &file));
+        if let Ok(text) = result {
+            outputs.push(text);
+        }
+    }
+    if let Some(format) = args.timing {
+        let _ = write!(
+            stderr,
+            "{}",
+            timing_report(&times, format == TimingFormat::Json)
+        );
+    }
+    if failed {
+        return ExitCode::FAILURE;
+    }
+    write_output(args, &outputs.join(&format!("{SPLIT_MARKER}\n")), stderr)
+}
+
+/// The pipeline the flags ask for (`None`: nothing is lowered).
+fn chosen_pipeline(args: &OptArgs) -> Result<Option<Pipeline>, String> {
+    if let Some(text) = &args.pass_pipeline {
+        return Pipeline::parse(text).map(Some);
+    }
+    let schedule = args.schedule.as_ref().map(|p| p.display().to_string());
+    let level = match (args.opt_level, args.emit) {
+        (Some(level), _) => level,
+        // LLVM IR and objects need a full pipeline: the default is -O3.
+        (None, Some(Emit::LlvmIr | Emit::Obj)) => 3,
+        (None, _) if args.no_fusion || schedule.is_some() => {
+            return Err("--no-fusion and --schedule apply to a preset: add -O LEVEL".into())
+        }
+        (None, _) => return Ok(None),
+    };
+    Ok(Some(Pipeline::preset_with_schedule(
+        level,
+        !args.no_fusion,
+        schedule.as_deref(),
+    )))
+}
+
+/// The chunk `range` of `file` parsed as MLIR, errors located in the file.
+fn load_mlir<'c>(
+    context: &'c MlirContext,
+    file: &SourceFile,
+    range: std::ops::Range<usize>,
+) -> Result<melior::ir::Module<'c>, Vec<Diagnostic>> {
+    // Keep the chunk's line numbers: pad with the newlines before it.
+    let before = file.text()[..range.start].matches('\n').count();
+    let text = format!("{}{}", "\n".repeat(before), &file.text()[range]);
+    context
+        .parse_module(&text)
+        .map_err(|errors| tessera::mlir::located::located_diagnostics(&errors, file))
+}
+
+/// Runs the pipeline (or, for `--emit=mlir` on a model, the conversion) on one chunk and
+/// renders what `--emit` asks for.
+fn process(
+    args: &OptArgs,
+    context: &MlirContext,
+    file: &SourceFile,
+    program: Program<'_>,
+    pipeline: Option<&Pipeline>,
+    times: &mut Vec<StepTime>,
+    stderr: &mut dyn Write,
+) -> Result<String, Vec<Diagnostic>> {
+    let graph = match &program {
+        Program::Graph(module) => Some(module.clone()),
+        Program::Mlir(_) => None,
+    };
+    let conversion;
+    let pipeline = match (pipeline, &program, args.emit) {
+        (Some(p), _, _) => Some(p),
+        (None, Program::Graph(_), Some(Emit::Mlir)) => {
+            conversion = Pipeline::parse("builtin.module(tessera-convert-to-linalg)")
+                .map_err(|e| vec![Diagnostic::error(Span::at(0), e)])?;
+            Some(&conversion)
+        }
+        _ => None,
+    };
+    let instrumentation = Instrumentation {
+        print_before: selection(args.print_ir_before_all, &args.print_ir_before),
+        print_after: selection(args.print_ir_after_all, &args.print_ir_after),
+        dump_dir: args.dump_dir.clone(),
+    };
+    let env = StageEnv { context, file };
+    let program = match pipeline {
+        Some(p) => {
+            let (program, steps) = run_pipeline(program, p, &env, &instrumentation, stderr)
+                .map_err(|failure| {
+                    let mut diagnostics = failure.diagnostics;
+                    if let (Some(path), Some(first)) = (failure.reproducer, diagnostics.first_mut())
+                    {
+                        first.notes.push(Diagnostic {
+                            severity: tessera::diag::Severity::Note,
+                            span: first.span,
+                            message: format!(
+                                "reproducer for '{}' written to {}",
+                                failure.step,
+                                path.display()
+                            ),
+                            notes: Vec::new(),
+                        });
+                    }
+                    diagnostics
+                })?;
+            times.extend(steps);
+            program
+        }
+        None => program,
+    };
+    emit(args, program, graph.as_ref())
+}
+
+fn selection(all: bool, names: &[String]) -> Selection {
+    match (all, names.is_empty()) {
+        (true, _) => Selection::All,
+        (false, true) => Selection::None,
+        (false, false) => Selection::Named(names.to_vec()),
+    }
+}
+
+/// The output text of `program` as `--emit` asks (an object file is written, giving no text).
+fn emit(
+    args: &OptArgs,
+    program: Program<'_>,
+    graph: Option<&Module>,
+) -> Result<String, Vec<Diagnostic>> {
+    let failure = |message: String| vec![Diagnostic::error(Span::at(0), message)];
+    let default = match program {
+        Program::Graph(_) => Emit::Tsr,
+        Program::Mlir(_) => Emit::Mlir,
+    };
+    match (args.emit.unwrap_or(default), program) {
+        (Emit::Tsr, program @ Program::Graph(_)) => Ok(program.text()),
+        (Emit::Tsr, Program::Mlir(_)) => Err(failure(
+            "--emit=tsr needs the tessera graph, but the pipeline converted it to MLIR".into(),
+        )),
+        (_, Program::Graph(_)) => Err(failure(
+            "the pipeline does not convert the model to MLIR (add tessera-convert-to-linalg)"
+                .into(),
+        )),
+        (Emit::Mlir, Program::Mlir(module)) => {
+            let flags =
+                OperationPrintingFlags::new().enable_debug_info(args.mlir_print_debuginfo, false);
+            let text = module
+                .as_operation()
+                .to_string_with_flags(flags)
+                .map_err(|e| failure(format!("cannot print MLIR: {e}")))?;
+            Ok(format!("{text}\n"))
+        }
+        (Emit::LlvmIr, Program::Mlir(module)) => llvm_ir(&module)
+            .ok_or_else(|| failure("the pipeline does not end in the LLVM dialect".into())),
+        (Emit::Obj, Program::Mlir(module)) => {
+            let signatures = graph.map(Signature::of_module).unwrap_or_default();
+            let path = args
+                .output
+                .as_deref()
+                .ok_or_else(|| failure("--emit=obj needs -o FILE".into()))?;
+            write_object_file(&module, &signatures, 3, path)
+                .map(|()| String::new())
+                .map_err(failure)
+        }
+    }
+}
+
+/// `--list-passes`: tessera's stages with their options, then the upstream passes.
+fn list_passes() -> String {
+    let mut out = String::from("tessera stages:\n");
+    for stage in stages() {
+        out.push_str(&format!("  {:<28} {}\n", stage.name(), stage.summary()));
+        for option in stage.options() {
+            out.push_str(&format!("      {}=...  {}\n", option.name, option.doc));
+        }
+    }
+    out.push_str("\nupstream MLIR passes (any of them, with their options, in --pass-pipeline):\n");
+    for line in UPSTREAM_PASSES.lines() {
+        let (name, summary) = line.split_once('\t').unwrap_or((line, ""));
+        out.push_str(&format!("  {name:<40} {summary}\n"));
+    }
+    out
+}
+
 /// The input's display name and bytes; `-` or no path is standard input (`<stdin>`).
 fn read_input(path: Option<&Path>) -> Result<(String, Vec<u8>), IoError> {
     let name = match path {
@@ -183,46 +457,9 @@ fn read_input(path: Option<&Path>) -> Result<(String, Vec<u8>), IoError> {
     Ok((name, bytes))
 }
 
-/// The module converted (and for LLVM IR or objects, lowered) as `emit` asks; an object file
-/// is written to `output` and yields no text.
-fn lower(
-    mlir: &MlirContext,
-    module: &tessera::ir::Module,
-    file: &tessera::source::SourceFile,
-    emit: Emit,
-    args: &OptArgs,
-) -> Result<String, Vec<Diagnostic>> {
-    let mut converted = convert_module(mlir, module, file)?;
-    if emit == Emit::Mlir {
-        let flags =
-            OperationPrintingFlags::new().enable_debug_info(args.mlir_print_debuginfo, false);
-        let text = converted
-            .as_operation()
-            .to_string_with_flags(flags)
-            .map_err(|e| {
-                vec![Diagnostic::error(
-                    Span::at(0),
-                    format!("cannot print MLIR: {e}"),
-                )]
-            })?;
-        return Ok(format!("{text}\n"));
-    }
-    run_stages(mlir, &mut converted, DEFAULT_CPU, file)?;
-    let failure = |message: String| vec![Diagnostic::error(Span::at(0), message)];
-    match (emit, args.output.as_deref()) {
-        (Emit::Obj, Some(path)) => {
-            write_object_file(&converted, &Signature::of_module(module), 3, path)
-                .map(|()| String::new())
-                .map_err(failure)
-        }
-        _ => llvm_ir(&converted)
-            .ok_or_else(|| failure("the lowered module does not translate to LLVM IR".into())),
-    }
-}
-
 fn write_output(args: &OptArgs, text: &str, stderr: &mut dyn Write) -> ExitCode {
     let result = match &args.output {
-        Some(_) if args.emit == Emit::Obj => Ok(()),
+        Some(_) if args.emit == Some(Emit::Obj) => Ok(()),
         Some(path) => std::fs::write(path, text).map_err(|source| IoError::Write {
             path: path.display().to_string(),
             source,

@@ -20,7 +20,7 @@ use tessera::ir::Module;
 use tessera::mlir::alloc_counter;
 use tessera::mlir::compile::compile;
 use tessera::mlir::memref::HostBuffer;
-use tessera::mlir::pipeline::DEFAULT_CPU;
+use tessera::mlir::pipeline::Pipeline;
 use tessera::mlir::MlirContext;
 
 /// Command-line options of `tessera-run`.
@@ -54,9 +54,13 @@ pub struct RunArgs {
     /// Write the outputs as DIR/out0.npy, DIR/out1.npy, ... in return order.
     #[arg(long, value_name = "DIR")]
     pub output_dir: Option<PathBuf>,
-    /// Optimization level of the generated code (0 to 3).
+    /// The preset pipeline: -O0 (op by op, every intermediate materialized) to -O3 (fused,
+    /// tiled, vectorized); see `tessera-opt --help`.
     #[arg(short = 'O', value_name = "LEVEL", default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=3))]
     pub opt_level: u8,
+    /// Leave out fusion: the same kernels, unfused (fusion's own effect shows against it).
+    #[arg(long)]
+    pub no_fusion: bool,
     /// Also run the reference interpreter and compare every output (PASS/FAIL).
     #[arg(long)]
     pub compare_reference: bool,
@@ -100,14 +104,9 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
     let inputs = prepare_inputs(&module, entry, &args.inputs)?;
 
     let context = MlirContext::new();
-    let (jit, times) = compile(
-        &context,
-        &module,
-        &file,
-        DEFAULT_CPU,
-        u32::from(args.opt_level),
-    )
-    .map_err(|d| render_all(&d, &file))?;
+    let pipeline = Pipeline::preset(args.opt_level, !args.no_fusion);
+    let (jit, times) =
+        compile(&context, &module, &file, &pipeline, 3).map_err(|d| render_all(&d, &file))?;
     let input_buffers = inputs
         .iter()
         .map(|t| {
@@ -181,8 +180,8 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
         );
     }
     if args.stats {
-        for (stage, time) in &times.steps {
-            let _ = writeln!(report, "  stage {stage}: {}", ms(*time));
+        for step in &times.steps {
+            let _ = writeln!(report, "  stage {}: {}", step.name, ms(step.time));
         }
         let _ = writeln!(
             report,

@@ -1,6 +1,7 @@
-//! Numerics: every function of every model in `testdata/models`, compiled and run by the JIT
-//! on deterministic random inputs, agrees with the reference interpreter within the stated
-//! tolerance of its element type. Compiled code frees everything it allocates.
+//! Numerics: every function of every model in `testdata/models`, compiled by every preset
+//! (`-O0`..`-O3`, and `-O3 --no-fusion`) and run by the JIT on deterministic random inputs,
+//! agrees with the reference interpreter within the stated tolerance of its element types.
+//! Compiled code frees everything it allocates.
 
 use crate::common::{root, tsr_files};
 use tessera::exec::compare::{compare, Tolerance};
@@ -9,7 +10,7 @@ use tessera::exec::random::random_tensor;
 use tessera::frontend::{decode, load};
 use tessera::mlir::alloc_counter;
 use tessera::mlir::compile::compile;
-use tessera::mlir::pipeline::DEFAULT_CPU;
+use tessera::mlir::pipeline::Pipeline;
 use tessera::mlir::MlirContext;
 use tessera_tools::registry;
 
@@ -27,35 +28,45 @@ fn every_model_matches_the_reference_interpreter() {
         let bytes = std::fs::read(&path).expect("model is readable");
         let (file, _) = decode(&name, &bytes);
         let module = load(&file, 0..file.text().len(), &registry).expect("models are valid");
-        let (jit, _) = compile(&context, &module, &file, DEFAULT_CPU, 3)
-            .unwrap_or_else(|d| panic!("{name} does not compile: {d:?}"));
-        for (index, func) in module.funcs.iter().enumerate() {
-            let inputs: Vec<_> = func
-                .params
-                .iter()
-                .enumerate()
-                .map(|(i, &p)| random_tensor(&func.value(p).ty, 1000 + i as u64))
-                .collect();
-            let live_before = alloc_counter::stats().live_bytes;
-            let got = jit
-                .call(&func.name, &inputs)
-                .unwrap_or_else(|e| panic!("{name} @{}: {e}", func.name));
-            assert_eq!(
-                alloc_counter::stats().live_bytes,
-                live_before,
-                "{name} @{} leaks",
-                func.name
-            );
-            let want = interpret(&module, index, &inputs)
-                .unwrap_or_else(|e| panic!("{name} @{}: {e}", func.name));
-            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                let tolerance = Tolerance::for_function(&module, index);
-                let c = compare(g, w, tolerance);
-                if !c.pass {
-                    failures.push(format!(
-                        "{name} @{} output {i} ({}): max abs {:.3e}, max rel {:.3e} over {tolerance}",
+        let presets = [(0, true), (1, true), (2, true), (3, true), (3, false)];
+        for (level, fusion) in presets {
+            let preset = format!("-O{level}{}", if fusion { "" } else { " --no-fusion" });
+            let (jit, _) = compile(
+                &context,
+                &module,
+                &file,
+                &Pipeline::preset(level, fusion),
+                3,
+            )
+            .unwrap_or_else(|d| panic!("{name} {preset} does not compile: {d:?}"));
+            for (index, func) in module.funcs.iter().enumerate() {
+                let inputs: Vec<_> = func
+                    .params
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &p)| random_tensor(&func.value(p).ty, 1000 + i as u64))
+                    .collect();
+                let live_before = alloc_counter::stats().live_bytes;
+                let got = jit
+                    .call(&func.name, &inputs)
+                    .unwrap_or_else(|e| panic!("{name} @{}: {e}", func.name));
+                assert_eq!(
+                    alloc_counter::stats().live_bytes,
+                    live_before,
+                    "{name} @{} leaks",
+                    func.name
+                );
+                let want = interpret(&module, index, &inputs)
+                    .unwrap_or_else(|e| panic!("{name} @{}: {e}", func.name));
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    let tolerance = Tolerance::for_function(&module, index);
+                    let c = compare(g, w, tolerance);
+                    if !c.pass {
+                        failures.push(format!(
+                        "{name} {preset} @{} output {i} ({}): max abs {:.3e}, max rel {:.3e} over {tolerance}",
                         func.name, g.ty, c.max_abs, c.max_rel
                     ));
+                    }
                 }
             }
         }

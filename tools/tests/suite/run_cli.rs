@@ -146,7 +146,10 @@ fn bad_inputs_are_clear_errors() {
     fails_with(&["no/such/model.tsr"], "cannot read 'no/such/model.tsr'");
     let huge = dir.join("huge.tsr");
     std::fs::write(&huge, "func @f(%x: tensor<100000000000xf32>) -> tensor<100000000000xf32> {\n  %y = array.exp %x\n  return %y : tensor<100000000000xf32>\n}\n").expect("saved");
-    fails_with(&[huge.to_str().expect("utf-8")], "more than the 268435456 elements a tensor may have here");
+    fails_with(
+        &[huge.to_str().expect("utf-8")],
+        "more than the 268435456 elements a tensor may have here",
+    );
 }
 
 #[test]

@@ -1,0 +1,16 @@
+// RUN: tessera-opt %s --pass-pipeline='builtin.module(tessera-bufferize)' | FileCheck %s
+// RUN: not tessera-opt %s --input-format=mlir --pass-pipeline='builtin.module(tessera-convert-to-linalg)' 2>&1 | FileCheck %s --check-prefix=GRAPH
+
+// MLIR written by hand (or another tool) enters a pipeline at any stage.
+// CHECK-LABEL: func.func @double(%arg0: memref<4xf32>, %arg1: memref<4xf32>)
+// GRAPH: the program is MLIR already
+#id = affine_map<(d0) -> (d0)>
+func.func @double(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %in, %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}

@@ -1,0 +1,201 @@
+//! Runs a pipeline step by step, with the instrumentation MLIR's C API lacks: IR printed
+//! before or after chosen steps (headed as MLIR does), a numbered dump of every step to a
+//! folder, per-step timing, and a reproducer when a step fails.
+
+use crate::diag::Diagnostic;
+use crate::mlir::pipeline::{Element, Pipeline};
+use crate::mlir::stages::{expect_mlir, run_upstream, Program, StageEnv};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Which steps to print the IR of.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Selection {
+    /// None.
+    #[default]
+    None,
+    /// Every step.
+    All,
+    /// The steps with these names.
+    Named(Vec<String>),
+}
+
+impl Selection {
+    fn includes(&self, name: &str) -> bool {
+        match self {
+            Selection::None => false,
+            Selection::All => true,
+            Selection::Named(names) => names.iter().any(|n| n == name),
+        }
+    }
+}
+
+/// What to record while a pipeline runs.
+#[derive(Default)]
+pub struct Instrumentation {
+    /// Print the IR before these steps.
+    pub print_before: Selection,
+    /// Print the IR after these steps.
+    pub print_after: Selection,
+    /// Write the input and the IR after every step as numbered files here.
+    pub dump_dir: Option<PathBuf>,
+}
+
+/// How long one step took.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepTime {
+    /// The step's name.
+    pub name: String,
+    /// Its wall time.
+    pub time: Duration,
+}
+
+/// A step that failed: its diagnostics, and where its reproducer was written.
+#[derive(Debug)]
+pub struct PipelineFailure {
+    /// The failing step's name.
+    pub step: String,
+    /// What went wrong, located in the source where possible.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The input of the failing step and the pipeline that fails on it.
+    pub reproducer: Option<PathBuf>,
+}
+
+/// Runs `pipeline` on `program`, printing IR dumps to `log`.
+pub fn run_pipeline<'c>(
+    mut program: Program<'c>,
+    pipeline: &Pipeline,
+    env: &StageEnv<'c, '_>,
+    instrumentation: &Instrumentation,
+    log: &mut dyn Write,
+) -> Result<(Program<'c>, Vec<StepTime>), PipelineFailure> {
+    let mut times = Vec::with_capacity(pipeline.elements.len());
+    if let Some(dir) = &instrumentation.dump_dir {
+        dump(dir, 0, "input", &program);
+    }
+    for (index, element) in pipeline.elements.iter().enumerate() {
+        let name = element.name();
+        let header = format!("{name} ({element})");
+        if instrumentation.print_before.includes(&name) {
+            let _ = write!(
+                log,
+                "// -----// IR Dump Before {header} //----- //\n{}\n",
+                program.text()
+            );
+        }
+        let input = program.text();
+        let start = Instant::now();
+        let outcome = match element {
+            Element::Stage(stage, options) => stage.run(program, env, options),
+            Element::Upstream(text) => expect_mlir(program, &name).and_then(|mut module| {
+                run_upstream(env, &mut module, text, &name).map(|()| Program::Mlir(module))
+            }),
+        };
+        times.push(StepTime {
+            name: name.clone(),
+            time: start.elapsed(),
+        });
+        program = match outcome {
+            Ok(program) => program,
+            Err(diagnostics) => {
+                let reproducer =
+                    write_reproducer(instrumentation.dump_dir.as_deref(), &name, element, &input);
+                return Err(PipelineFailure {
+                    step: name,
+                    diagnostics,
+                    reproducer,
+                });
+            }
+        };
+        if instrumentation.print_after.includes(&name) {
+            let _ = write!(
+                log,
+                "// -----// IR Dump After {header} //----- //\n{}\n",
+                program.text()
+            );
+        }
+        if let Some(dir) = &instrumentation.dump_dir {
+            dump(dir, index + 1, &name, &program);
+        }
+    }
+    Ok((program, times))
+}
+
+/// Writes `program` as `DIR/NN-name.{tsr,mlir}`.
+fn dump(dir: &Path, index: usize, name: &str, program: &Program<'_>) {
+    let extension = match program {
+        Program::Graph(_) => "tsr",
+        Program::Mlir(_) => "mlir",
+    };
+    let _ = std::fs::create_dir_all(dir);
+    let _ = std::fs::write(
+        dir.join(format!("{index:02}-{name}.{extension}")),
+        program.text(),
+    );
+}
+
+/// Saves the input of a failing step with the pipeline that fails on it; returns its path.
+fn write_reproducer(
+    dir: Option<&Path>,
+    name: &str,
+    element: &Element,
+    input: &str,
+) -> Option<PathBuf> {
+    let dir = dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(std::env::temp_dir);
+    std::fs::create_dir_all(&dir).ok()?;
+    let path = dir.join(format!(
+        "tessera-reproducer-{}-{name}.mlir",
+        std::process::id()
+    ));
+    let text = format!(
+        "// tessera reproducer: '{name}' fails on this input.\n// Run: tessera-opt {} --pass-pipeline='builtin.module({element})'\n{input}",
+        path.display()
+    );
+    std::fs::write(&path, text).ok()?;
+    Some(path)
+}
+
+/// A timing report like MLIR's `--mlir-timing`, or JSON (`{"total_ms": ..., "steps": [...]}`).
+pub fn timing_report(times: &[StepTime], json: bool) -> String {
+    let total: Duration = times.iter().map(|t| t.time).sum();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    if json {
+        let steps: Vec<String> = times
+            .iter()
+            .map(|t| format!("{{\"name\": \"{}\", \"ms\": {:.3}}}", t.name, ms(t.time)))
+            .collect();
+        return format!(
+            "{{\"total_ms\": {:.3}, \"steps\": [{}]}}\n",
+            ms(total),
+            steps.join(", ")
+        );
+    }
+    let mut out = String::from(
+        "===-------------------------------------------------------------------------===\n",
+    );
+    out.push_str("                         ... Execution time report ...\n");
+    out.push_str(
+        "===-------------------------------------------------------------------------===\n",
+    );
+    out.push_str(&format!(
+        "  Total Execution Time: {:.4} seconds\n\n  ----Wall Time----  ----Name----\n",
+        total.as_secs_f64()
+    ));
+    for t in times {
+        let share = if total.is_zero() {
+            0.0
+        } else {
+            100.0 * t.time.as_secs_f64() / total.as_secs_f64()
+        };
+        out.push_str(&format!(
+            "    {:.4} ({share:5.1}%)  {}\n",
+            t.time.as_secs_f64(),
+            t.name
+        ));
+    }
+    out.push_str(&format!("    {:.4} (100.0%)  Total\n", total.as_secs_f64()));
+    out
+}

@@ -1,0 +1,174 @@
+//! tessera's own pipeline stages, one per file, and what they share: the program they
+//! transform (the graph before conversion, MLIR after), their options, and running upstream
+//! passes. Each stage states its preconditions and leaves a verified program.
+
+mod apply_schedule;
+mod bufferize;
+mod convert_to_linalg;
+mod decompose;
+mod fuse;
+mod lower_to_llvm;
+pub mod tile;
+mod vectorize;
+
+pub use apply_schedule::ApplySchedule;
+pub use bufferize::Bufferize;
+pub use convert_to_linalg::ConvertToLinalg;
+pub use decompose::DecomposeStage;
+pub use fuse::Fuse;
+pub use lower_to_llvm::LowerToLlvm;
+pub use tile::Tile;
+pub use vectorize::Vectorize;
+
+use crate::diag::Diagnostic;
+use crate::ir::Module;
+use crate::mlir::context::MlirContext;
+use crate::mlir::located::located_diagnostics;
+use crate::source::{SourceFile, Span};
+use melior::ir::Module as MlirModule;
+use melior::pass::PassManager;
+use melior::utility::parse_pass_pipeline;
+use std::collections::BTreeMap;
+
+/// What a pipeline transforms: the verified graph until `tessera-convert-to-linalg`, MLIR after.
+pub enum Program<'c> {
+    /// A verified tessera module.
+    Graph(Module),
+    /// An MLIR module.
+    Mlir(MlirModule<'c>),
+}
+
+impl Program<'_> {
+    /// The program's text: canonical `.tsr` or MLIR.
+    pub fn text(&self) -> String {
+        match self {
+            Program::Graph(module) => crate::syntax::printer::print_module(module),
+            Program::Mlir(module) => format!("{}\n", module.as_operation()),
+        }
+    }
+}
+
+/// What every stage runs with.
+pub struct StageEnv<'c, 'f> {
+    /// The MLIR context of the program.
+    pub context: &'c MlirContext,
+    /// The source the program came from, for locating diagnostics.
+    pub file: &'f SourceFile,
+}
+
+/// An option a stage accepts (`sizes` in `tessera-tile{sizes=64,64,32}`).
+#[derive(Debug)]
+pub struct StageOption {
+    /// Its key.
+    pub name: &'static str,
+    /// What it means and what values it takes.
+    pub doc: &'static str,
+}
+
+/// The options written for a stage, by key, values as written.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StageOptions(pub BTreeMap<String, String>);
+
+impl StageOptions {
+    /// Option `key` as a list of integers (`64,64,32`), when written.
+    pub fn int_list(&self, key: &str) -> Option<Result<Vec<i64>, String>> {
+        self.0.get(key).map(|text| {
+            text.split(',')
+                .map(|v| {
+                    v.trim().parse::<i64>().map_err(|_| {
+                        format!("option '{key}' must be a list of integers, but is '{text}'")
+                    })
+                })
+                .collect()
+        })
+    }
+}
+
+/// One of tessera's stages.
+pub trait Stage: Sync {
+    /// Its name in pipelines (`tessera-fuse`).
+    fn name(&self) -> &'static str;
+    /// One line: what it does, and its precondition.
+    fn summary(&self) -> &'static str;
+    /// The options it accepts.
+    fn options(&self) -> &'static [StageOption] {
+        &[]
+    }
+    /// Transforms `program`.
+    fn run<'c>(
+        &self,
+        program: Program<'c>,
+        env: &StageEnv<'c, '_>,
+        options: &StageOptions,
+    ) -> Result<Program<'c>, Vec<Diagnostic>>;
+}
+
+/// Every stage, in pipeline order.
+pub fn stages() -> &'static [&'static dyn Stage] {
+    &[
+        &DecomposeStage,
+        &ConvertToLinalg,
+        &Fuse,
+        &Tile,
+        &Vectorize,
+        &ApplySchedule,
+        &Bufferize,
+        &LowerToLlvm,
+    ]
+}
+
+/// The stage named `name`.
+pub fn stage(name: &str) -> Option<&'static dyn Stage> {
+    stages().iter().copied().find(|s| s.name() == name)
+}
+
+/// A stage's error that has no place in the source.
+pub fn stage_error(stage: &str, message: impl std::fmt::Display) -> Vec<Diagnostic> {
+    vec![Diagnostic::error(
+        Span::at(0),
+        format!("in stage '{stage}': {message}"),
+    )]
+}
+
+/// The MLIR module of `program`, or an error naming what `stage` needs.
+pub fn expect_mlir<'c>(
+    program: Program<'c>,
+    stage: &str,
+) -> Result<MlirModule<'c>, Vec<Diagnostic>> {
+    match program {
+        Program::Mlir(module) => Ok(module),
+        Program::Graph(_) => Err(stage_error(
+            stage,
+            "needs MLIR: run tessera-convert-to-linalg first",
+        )),
+    }
+}
+
+/// Runs upstream passes (`text` inside `builtin.module(...)`) on `module`; a failure comes back
+/// as MLIR's diagnostics, located in the source, under `stage`'s name.
+pub fn run_upstream(
+    env: &StageEnv<'_, '_>,
+    module: &mut MlirModule<'_>,
+    text: &str,
+    stage: &str,
+) -> Result<(), Vec<Diagnostic>> {
+    let manager = PassManager::new(env.context.context());
+    parse_pass_pipeline(
+        manager.as_operation_pass_manager(),
+        &format!("builtin.module({text})"),
+    )
+    .map_err(|e| stage_error(stage, format!("invalid pass pipeline '{text}': {e}")))?;
+    env.context.take_diagnostics();
+    let outcome = manager.run(module);
+    if outcome.is_ok() && module.as_operation().verify() {
+        return Ok(());
+    }
+    let mut diagnostics = located_diagnostics(&env.context.take_diagnostics(), env.file);
+    for d in &mut diagnostics {
+        d.message = format!("in stage '{stage}': {}", d.message);
+    }
+    if diagnostics.is_empty() {
+        diagnostics = stage_error(stage, "failed");
+    }
+    Err(diagnostics)
+}

@@ -1,0 +1,226 @@
+//! The strategy: chooses two levels of tile sizes for each linalg op from its kind and loop
+//! extents: cache tiles (`tessera.tile_sizes`) and, inside them, register tiles
+//! (`tessera.vector_sizes`) that vectorization turns into vector operations (one size per
+//! loop, 0 = untiled). Stages only read the attributes, so a test or a user can pin sizes by
+//! writing them.
+//!
+//! The choice: every size is the largest divisor of its extent not above a target, so tiles
+//! stay static (vectorizable, no remainder loops). Cache tiles: 16 rows by 64 columns of the
+//! parallel loops; matmul also blocks K by 256. Register tiles: one row of 16 lanes for
+//! elementwise ops, whole rows for reductions, 4x16 accumulators with K stepped by 1 for
+//! matmul (FMA-friendly outer products). Tuning lives here and only here.
+
+use crate::mlir::walk::WalkedOp;
+
+/// The cache-level sizes the strategy writes and `tessera-tile` reads.
+pub const TILE_SIZES: &str = "tessera.tile_sizes";
+
+/// The register-level sizes (within a cache tile) the strategy writes and `tessera-tile` reads.
+pub const VECTOR_SIZES: &str = "tessera.vector_sizes";
+
+/// The loops of a structured op: extent and whether it is a reduction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loops(pub Vec<(i64, bool)>);
+
+/// The loops of `op`, when it is a structured op whose loop ranges follow from its operand
+/// and result shapes the way tessera's conversions build them.
+pub fn loops(op: &WalkedOp<'_>) -> Option<Loops> {
+    let name = op.name();
+    let (operands, results) = op.shapes();
+    let result = results.first()?.clone()?;
+    let input = |i: usize| operands.get(i).cloned().flatten();
+    let parallel = |dims: &[i64]| dims.iter().map(|&d| (d, false)).collect::<Vec<_>>();
+    let loops = match name.as_str() {
+        "linalg.matmul" => {
+            let k = *input(0)?.last()?;
+            vec![(result[0], false), (result[1], false), (k, true)]
+        }
+        "linalg.batch_matmul" => {
+            let k = *input(0)?.last()?;
+            vec![
+                (result[0], false),
+                (result[1], false),
+                (result[2], false),
+                (k, true),
+            ]
+        }
+        "linalg.conv_2d_nhwc_hwcf" => {
+            let w = input(1)?;
+            let mut l = parallel(&result);
+            l.extend([(w[0], true), (w[1], true), (w[2], true)]);
+            l
+        }
+        "linalg.pooling_nhwc_max" | "linalg.pooling_nhwc_sum" => {
+            let window = input(1)?;
+            let mut l = parallel(&result);
+            l.extend([(window[0], true), (window[1], true)]);
+            l
+        }
+        "linalg.transpose" | "linalg.fill" | "linalg.copy" => parallel(&result),
+        "linalg.generic" => {
+            let kinds = op.attribute("iterator_types")?.to_string();
+            let reductions: Vec<bool> = kinds.split(',').map(|k| k.contains("reduction")).collect();
+            let maps = op.attribute("indexing_maps")?.to_string();
+            let mut extents = vec![None; reductions.len()];
+            for (map, shape) in map_results(&maps)
+                .iter()
+                .zip(operands.iter().chain(&results))
+            {
+                for (expr, &extent) in map.iter().zip(shape.iter().flatten()) {
+                    if let Some(d) = expr.strip_prefix('d').and_then(|d| d.parse::<usize>().ok()) {
+                        if let Some(slot) = extents.get_mut(d) {
+                            *slot = Some(extent);
+                        }
+                    }
+                }
+            }
+            extents
+                .into_iter()
+                .zip(reductions)
+                .map(|(e, r)| e.map(|e| (e, r)))
+                .collect::<Option<Vec<_>>>()?
+        }
+        _ => return None,
+    };
+    Some(Loops(loops))
+}
+
+/// The result expressions of each map in the text of an `indexing_maps` attribute
+/// (`[affine_map<(d0, d1) -> (d0, 0)>, ...]` gives `[["d0", "0"], ...]`).
+fn map_results(text: &str) -> Vec<Vec<String>> {
+    text.split("affine_map<")
+        .skip(1)
+        .filter_map(|map| {
+            let results = map.split_once("->")?.1;
+            let inner = results.trim().strip_prefix('(')?;
+            let inner = &inner[..inner.rfind(')')?];
+            Some(
+                inner
+                    .split(',')
+                    .map(|e| e.trim().to_string())
+                    .filter(|e| !e.is_empty())
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// The largest divisor of `extent` not above `target` (1 for an empty extent).
+pub fn divisor_at_most(extent: i64, target: i64) -> i64 {
+    (1..=target.min(extent).max(1))
+        .rev()
+        .find(|d| extent % d == 0)
+        .unwrap_or(1)
+}
+
+/// Register-level sizes within cache tiles of `cache` sizes: each divides its cache tile (or
+/// the extent, for untiled loops).
+pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64]) -> Vec<i64> {
+    let matmul = name == "linalg.matmul" || name == "linalg.batch_matmul";
+    let windowed = name.starts_with("linalg.conv_2d") || name.starts_with("linalg.pooling_nhwc");
+    let reduces = loops.0.iter().any(|(_, r)| *r);
+    let last_parallel = loops.0.iter().rposition(|(_, r)| !r);
+    let last_reduction = loops.0.iter().rposition(|(_, r)| *r);
+    loops
+        .0
+        .iter()
+        .zip(cache)
+        .enumerate()
+        .map(|(i, (&(extent, reduction), &tile))| {
+            let span = if tile == 0 { extent } else { tile };
+            let width = |target| divisor_at_most(span, target);
+            if windowed {
+                // One output row and one window row per tile, so the op decomposes into its
+                // 1-d form, which vectorizes: [N, OH, OW, C|F, KH, KW(, C)] -> [1, 1, 8, 16, 1, 0, 0].
+                return match i {
+                    2 => width(8),
+                    3 => width(16),
+                    0 | 1 | 4 => 1,
+                    _ => 0,
+                };
+            }
+            match (matmul, reduction) {
+                // Matmul: 4x16 accumulators, K stepped by one (outer products).
+                (true, true) => 1,
+                (true, false) if Some(i) == last_parallel => width(16),
+                (true, false) if Some(i + 1) == last_parallel => width(4),
+                // Reductions: one row at a time, 16 lanes along the innermost reduction.
+                (false, true) if Some(i) == last_reduction => width(16),
+                (false, true) => 1,
+                (false, false) if !reduces && Some(i) == last_parallel => width(16),
+                _ => 1,
+            }
+        })
+        .collect()
+}
+
+/// The cache tile sizes the strategy picks for `name` with `loops`.
+pub fn choose(name: &str, loops: &Loops) -> Vec<i64> {
+    let parallel_count = loops.0.iter().filter(|(_, r)| !r).count();
+    let mut parallel_seen = 0;
+    loops
+        .0
+        .iter()
+        .map(|&(extent, reduction)| {
+            if reduction {
+                // Matmul blocks K for cache reuse; other reductions stay whole.
+                return if name == "linalg.matmul" || name == "linalg.batch_matmul" {
+                    divisor_at_most(extent, 256)
+                } else {
+                    0
+                };
+            }
+            parallel_seen += 1;
+            let innermost = parallel_seen == parallel_count;
+            divisor_at_most(extent, if innermost { 64 } else { 16 })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_indexing_map_results() {
+        let maps = "[affine_map<(d0, d1, d2) -> (d0, 0, d2)>, affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d1)>]";
+        assert_eq!(
+            map_results(maps),
+            [vec!["d0", "0", "d2"], vec![], vec!["d1"]]
+        );
+    }
+
+    #[test]
+    fn divisors_keep_tiles_static() {
+        assert_eq!(divisor_at_most(64, 16), 16);
+        assert_eq!(divisor_at_most(10, 16), 10);
+        assert_eq!(divisor_at_most(784, 64), 56);
+        assert_eq!(divisor_at_most(13, 8), 1);
+        assert_eq!(divisor_at_most(0, 8), 1);
+    }
+
+    #[test]
+    fn matmul_blocks_its_reduction() {
+        let loops = Loops(vec![(64, false), (10, false), (784, true)]);
+        assert_eq!(choose("linalg.matmul", &loops), [16, 10, 196]);
+        assert_eq!(
+            choose_vector("linalg.matmul", &loops, &[16, 10, 196]),
+            [4, 10, 1]
+        );
+        let reduction = Loops(vec![(64, false), (10, true)]);
+        assert_eq!(choose("linalg.generic", &reduction), [64, 0]);
+        assert_eq!(
+            choose_vector("linalg.generic", &reduction, &[64, 0]),
+            [1, 10]
+        );
+        let elementwise = Loops(vec![(64, false), (256, false)]);
+        assert_eq!(
+            choose_vector(
+                "linalg.generic",
+                &elementwise,
+                &choose("linalg.generic", &elementwise)
+            ),
+            [1, 16]
+        );
+    }
+}

@@ -1,0 +1,168 @@
+//! Visiting every operation of an MLIR module (melior 0.22 has no walker), to read and set
+//! attributes in place.
+
+use melior::ir::attribute::AttributeLike;
+use melior::ir::{Attribute, Module};
+use melior::StringRef;
+use mlir_sys::MlirOperation;
+
+/// A value's static shape (`None` when it is not a ranked shaped value).
+pub type Shape = Option<Vec<i64>>;
+
+/// An operation met during a walk. Only attributes change through it, so the walk's order
+/// stays valid.
+pub struct WalkedOp<'c> {
+    raw: MlirOperation,
+    _context: std::marker::PhantomData<&'c ()>,
+}
+
+impl<'c> WalkedOp<'c> {
+    /// The operation's name (`linalg.matmul`).
+    pub fn name(&self) -> String {
+        // SAFETY: `raw` is a live operation of the module being walked (see `walk`).
+        let name = unsafe { mlir_sys::mlirIdentifierStr(mlir_sys::mlirOperationGetName(self.raw)) };
+        // SAFETY: an identifier's string lives as long as the context.
+        unsafe { StringRef::from_raw(name) }
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// The attribute `name`, when present.
+    pub fn attribute(&self, name: &str) -> Option<Attribute<'c>> {
+        // SAFETY: as in `name`; a null attribute means absent and is not wrapped.
+        unsafe {
+            let raw =
+                mlir_sys::mlirOperationGetAttributeByName(self.raw, StringRef::new(name).to_raw());
+            (!raw.ptr.is_null()).then(|| Attribute::from_raw(raw))
+        }
+    }
+
+    /// Sets attribute `name` to `value`.
+    pub fn set_attribute(&self, name: &str, value: Attribute<'c>) {
+        // SAFETY: as in `name`; attributes are owned by the context, which outlives 'c.
+        unsafe {
+            mlir_sys::mlirOperationSetAttributeByName(
+                self.raw,
+                StringRef::new(name).to_raw(),
+                value.to_raw(),
+            )
+        }
+    }
+
+    /// Removes attribute `name` if present.
+    pub fn remove_attribute(&self, name: &str) {
+        // SAFETY: as in `name`.
+        unsafe {
+            mlir_sys::mlirOperationRemoveAttributeByName(self.raw, StringRef::new(name).to_raw());
+        }
+    }
+
+    /// The static shape of every operand and result, in order (`None` for non-shaped values).
+    pub fn shapes(&self) -> (Vec<Shape>, Vec<Shape>) {
+        // SAFETY: as in `name`; values and types are read, not changed.
+        unsafe {
+            let shape = |value: mlir_sys::MlirValue| {
+                let ty = mlir_sys::mlirValueGetType(value);
+                if !mlir_sys::mlirTypeIsAShaped(ty) || !mlir_sys::mlirShapedTypeHasRank(ty) {
+                    return None;
+                }
+                Some(
+                    (0..mlir_sys::mlirShapedTypeGetRank(ty))
+                        .map(|d| mlir_sys::mlirShapedTypeGetDimSize(ty, d as isize))
+                        .collect(),
+                )
+            };
+            let operands = (0..mlir_sys::mlirOperationGetNumOperands(self.raw))
+                .map(|i| shape(mlir_sys::mlirOperationGetOperand(self.raw, i)))
+                .collect();
+            let results = (0..mlir_sys::mlirOperationGetNumResults(self.raw))
+                .map(|i| shape(mlir_sys::mlirOperationGetResult(self.raw, i)))
+                .collect();
+            (operands, results)
+        }
+    }
+
+    /// The raw handle, for C API calls that take the operation itself.
+    pub fn raw(&self) -> MlirOperation {
+        self.raw
+    }
+
+    /// Whether an operand or result is a tensor or memref of `i1`. LLVM stores vectors of
+    /// `i1` as packed bits, while memrefs hold one byte per `i1`, so such ops stay scalar.
+    pub fn touches_i1(&self) -> bool {
+        // SAFETY: as in `name`; values and types are read, not changed.
+        unsafe {
+            let is_i1_shaped = |value: mlir_sys::MlirValue| {
+                let ty = mlir_sys::mlirValueGetType(value);
+                mlir_sys::mlirTypeIsAShaped(ty) && {
+                    let element = mlir_sys::mlirShapedTypeGetElementType(ty);
+                    mlir_sys::mlirTypeIsAInteger(element)
+                        && mlir_sys::mlirIntegerTypeGetWidth(element) == 1
+                }
+            };
+            (0..mlir_sys::mlirOperationGetNumOperands(self.raw))
+                .any(|i| is_i1_shaped(mlir_sys::mlirOperationGetOperand(self.raw, i)))
+                || (0..mlir_sys::mlirOperationGetNumResults(self.raw))
+                    .any(|i| is_i1_shaped(mlir_sys::mlirOperationGetResult(self.raw, i)))
+        }
+    }
+
+    /// Whether two operands are the same value, or an operand is a block argument: for a
+    /// `func.return`, whether results alias each other or a parameter.
+    pub fn has_aliased_operands(&self) -> bool {
+        // SAFETY: as in `name`; values are read, not changed.
+        unsafe {
+            let operands: Vec<mlir_sys::MlirValue> =
+                (0..mlir_sys::mlirOperationGetNumOperands(self.raw))
+                    .map(|i| mlir_sys::mlirOperationGetOperand(self.raw, i))
+                    .collect();
+            operands.iter().enumerate().any(|(i, &v)| {
+                mlir_sys::mlirValueIsABlockArgument(v)
+                    || operands[..i]
+                        .iter()
+                        .any(|&w| mlir_sys::mlirValueEqual(v, w))
+            })
+        }
+    }
+
+    /// The number of results.
+    pub fn result_count(&self) -> usize {
+        // SAFETY: as in `name`.
+        unsafe { mlir_sys::mlirOperationGetNumResults(self.raw) as usize }
+    }
+}
+
+/// Calls `visit` on every operation nested in `module`, parents before children.
+pub fn walk<'c>(module: &Module<'c>, mut visit: impl FnMut(&WalkedOp<'c>)) {
+    let root = module.as_operation().to_raw();
+    let mut pending = vec![root];
+    while let Some(op) = pending.pop() {
+        let walked = WalkedOp {
+            raw: op,
+            _context: std::marker::PhantomData,
+        };
+        if op.ptr != root.ptr {
+            visit(&walked);
+        }
+        // SAFETY: every handle comes from the module's own region/block/operation lists,
+        // read while the module is alive and its structure is not changed (visitors only
+        // touch attributes).
+        unsafe {
+            let mut children = Vec::new();
+            for r in 0..mlir_sys::mlirOperationGetNumRegions(op) {
+                let region = mlir_sys::mlirOperationGetRegion(op, r);
+                let mut block = mlir_sys::mlirRegionGetFirstBlock(region);
+                while !block.ptr.is_null() {
+                    let mut child = mlir_sys::mlirBlockGetFirstOperation(block);
+                    while !child.ptr.is_null() {
+                        children.push(child);
+                        child = mlir_sys::mlirOperationGetNextInBlock(child);
+                    }
+                    block = mlir_sys::mlirBlockGetNextInRegion(block);
+                }
+            }
+            pending.extend(children.into_iter().rev());
+        }
+    }
+}
