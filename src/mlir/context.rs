@@ -3,10 +3,11 @@
 
 use melior::diagnostic::DiagnosticSeverity;
 use melior::dialect::DialectRegistry;
-use melior::ir::Module;
+use melior::ir::{BlockLike, Module};
 use melior::utility::{register_all_dialects, register_all_llvm_translations, register_all_passes};
 use melior::Context;
 use std::cell::RefCell;
+use std::ffi::CString;
 use std::fmt;
 use std::rc::Rc;
 use std::sync::Once;
@@ -78,6 +79,8 @@ impl MlirContext {
     }
 
     /// Parses and verifies MLIR text, or returns what MLIR reported.
+    /// Several top-level operations are put in one module, as mlir-opt does; locations name
+    /// the source `-`.
     pub fn parse_module(&self, text: &str) -> Result<Module<'_>, Vec<MlirDiagnostic>> {
         self.take_diagnostics();
         if let Some(at) = text.find('\0') {
@@ -88,6 +91,50 @@ impl MlirContext {
             }]);
         }
         match Module::parse(&self.context, text) {
+            Some(module) if module.as_operation().verify() => Ok(module),
+            _ => Err(self.take_diagnostics()),
+        }
+    }
+
+    /// Parses and verifies MLIR text holding one top-level operation (a module, or an
+    /// operation put in one) whose locations name `source` (a file name), or returns what MLIR
+    /// reported.
+    pub fn parse_module_named(
+        &self,
+        text: &str,
+        source: &str,
+    ) -> Result<Module<'_>, Vec<MlirDiagnostic>> {
+        self.take_diagnostics();
+        // MLIR's parser reads the buffer as NUL-terminated (the NUL itself not counted).
+        let (Ok(text), Ok(source)) = (CString::new(text), CString::new(source)) else {
+            return Err(vec![MlirDiagnostic {
+                severity: "error",
+                location: source.to_string(),
+                message: "MLIR text contains a NUL byte".into(),
+            }]);
+        };
+        // SAFETY: both strings are NUL-terminated and outlive the call (MLIR copies what it
+        // keeps); a null result means the text did not parse and is not wrapped.
+        let operation = unsafe {
+            let raw = mlir_sys::mlirOperationCreateParse(
+                self.context.to_raw(),
+                melior::StringRef::from_c_str(&text).to_raw(),
+                melior::StringRef::from_c_str(&source).to_raw(),
+            );
+            (!raw.ptr.is_null()).then(|| melior::ir::Operation::from_raw(raw))
+        };
+        // A file with one top-level operation that is not a module (a lone `func.func`)
+        // parses to that operation: put it in a module, as mlir-opt does.
+        let module = operation.map(|op| {
+            if op.name().as_string_ref().as_str() == Ok("builtin.module") {
+                Module::from_operation(op)
+            } else {
+                let module = Module::new(op.location());
+                module.body().append_operation(op);
+                Some(module)
+            }
+        });
+        match module.flatten() {
             Some(module) if module.as_operation().verify() => Ok(module),
             _ => Err(self.take_diagnostics()),
         }

@@ -29,37 +29,51 @@ pub fn op_location<'c>(
 pub fn located_diagnostics(diagnostics: &[MlirDiagnostic], file: &SourceFile) -> Vec<Diagnostic> {
     let mut out: Vec<Diagnostic> = Vec::new();
     for d in diagnostics {
-        let span = span_of(&d.location, file);
+        // A place in another file (a schedule) cannot be shown with this file's lines: it is
+        // named in the message instead.
+        let (span, message) = match span_of(&d.location, file) {
+            Some(span) => (span, d.message.clone()),
+            None => (Span::at(0), format!("{} (at {})", d.message, d.location)),
+        };
         match (d.severity, out.last_mut()) {
             ("note", Some(last)) => last.notes.push(Diagnostic {
                 severity: crate::diag::Severity::Note,
                 span,
-                message: d.message.clone(),
+                message,
                 notes: Vec::new(),
             }),
-            _ => out.push(Diagnostic::error(span, d.message.clone())),
+            _ => out.push(Diagnostic::error(span, message)),
         }
     }
     out
 }
 
-/// The span at the last `:line:col` of an MLIR location's text.
-fn span_of(location: &str, file: &SourceFile) -> Span {
-    let numbers: Vec<usize> = location
+/// The span at the last `"file":line:col` of an MLIR location's text, when that file is
+/// `file` (or MLIR's unnamed `-`).
+fn span_of(location: &str, file: &SourceFile) -> Option<Span> {
+    let (before, position) = location.rsplit_once("\":")?;
+    let name = before.rsplit_once('"').map_or(before, |(_, n)| n);
+    if name != file.name() && name != "-" {
+        return None;
+    }
+    let numbers: Vec<usize> = position
         .split(|c: char| !c.is_ascii_digit())
         .filter_map(|s| s.parse().ok())
+        .take(2)
         .collect();
-    let (line, col) = match numbers.as_slice() {
-        [.., line, col] if *line >= 1 && *line <= file.line_count() => (*line, *col),
-        _ => return Span::at(0),
+    let [line, col] = numbers[..] else {
+        return None;
     };
+    if line == 0 || line > file.line_count() {
+        return None;
+    }
     let start = file.line_start(line - 1);
     let offset = file
         .line_text(line - 1)
         .char_indices()
         .nth(col.saturating_sub(1))
         .map_or(0, |(i, _)| i);
-    Span::at(start + offset)
+    Some(Span::at(start + offset))
 }
 
 #[cfg(test)]
@@ -77,5 +91,12 @@ mod tests {
         let out = located_diagnostics(&[d], &file);
         assert_eq!(file.line_col(out[0].span.start).to_string(), "2:3");
         assert_eq!(out[0].message, "bad");
+        let elsewhere = MlirDiagnostic {
+            severity: "error",
+            location: "loc(\"s.mlir\":5:19)".into(),
+            message: "failed".into(),
+        };
+        let out = located_diagnostics(&[elsewhere], &file);
+        assert_eq!(out[0].message, "failed (at loc(\"s.mlir\":5:19))");
     }
 }

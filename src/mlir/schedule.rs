@@ -20,16 +20,19 @@ pub fn apply_schedule(
     origin: &str,
     stage: &str,
 ) -> Result<(), Vec<Diagnostic>> {
-    let schedule = env.context.parse_module(text).map_err(|errors| {
-        let details: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-        stage_error(
-            stage,
-            format!(
-                "the schedule {origin} is not valid MLIR: {}",
-                details.join("; ")
-            ),
-        )
-    })?;
+    let schedule = env
+        .context
+        .parse_module_named(text, origin.trim_matches('\''))
+        .map_err(|errors| {
+            let details: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+            stage_error(
+                stage,
+                format!(
+                    "the schedule {origin} is not valid MLIR: {}",
+                    details.join("; ")
+                ),
+            )
+        })?;
     let mut entry = None;
     walk(&schedule, |op| {
         let named = op.name() == "transform.named_sequence";
