@@ -126,6 +126,46 @@ impl<'c> WalkedOp<'c> {
         }
     }
 
+    /// The only operation using result 0, when there is exactly one use.
+    pub fn sole_user(&self) -> Option<WalkedOp<'c>> {
+        // SAFETY: as in `name`; use lists are read, not changed.
+        unsafe {
+            if mlir_sys::mlirOperationGetNumResults(self.raw) == 0 {
+                return None;
+            }
+            let first =
+                mlir_sys::mlirValueGetFirstUse(mlir_sys::mlirOperationGetResult(self.raw, 0));
+            if first.ptr.is_null() || !mlir_sys::mlirOpOperandGetNextUse(first).ptr.is_null() {
+                return None;
+            }
+            Some(WalkedOp {
+                raw: mlir_sys::mlirOpOperandGetOwner(first),
+                _context: std::marker::PhantomData,
+            })
+        }
+    }
+
+    /// The operation defining operand `index`, when it is an operation's result.
+    pub fn operand_producer(&self, index: usize) -> Option<WalkedOp<'c>> {
+        // SAFETY: as in `name`; values are read, not changed.
+        unsafe {
+            if index as isize >= mlir_sys::mlirOperationGetNumOperands(self.raw) {
+                return None;
+            }
+            let value = mlir_sys::mlirOperationGetOperand(self.raw, index as isize);
+            mlir_sys::mlirValueIsAOpResult(value).then(|| WalkedOp {
+                raw: mlir_sys::mlirOpResultGetOwner(value),
+                _context: std::marker::PhantomData,
+            })
+        }
+    }
+
+    /// The number of operands.
+    pub fn operand_count(&self) -> usize {
+        // SAFETY: as in `name`.
+        unsafe { mlir_sys::mlirOperationGetNumOperands(self.raw) as usize }
+    }
+
     /// The number of results.
     pub fn result_count(&self) -> usize {
         // SAFETY: as in `name`.

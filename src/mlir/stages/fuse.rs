@@ -1,14 +1,39 @@
-//! `tessera-fuse`: XLA's loop and input fusion on linalg: chains of elementwise ops become
-//! one loop nest, and elementwise producers move into the reductions that consume them
-//! (softmax, layer_norm). Producers shared by several consumers are duplicated only when they
-//! are elementwise (cheap); a matmul or convolution is never recomputed.
+//! `tessera-fuse`: XLA's fusion kinds on linalg.
+//! - Loop and input fusion: chains of elementwise ops become one loop nest, and elementwise
+//!   producers move into the reductions that consume them (upstream
+//!   `linalg-fuse-elementwise-ops`, then `canonicalize` and `cse`).
+//! - Epilogue fusion (tile-and-fuse): a matmul or convolution whose only user is an
+//!   elementwise op (bias, activation, residual) is computed inside that op's tiles: the
+//!   epilogue is tiled over its output with `scf.forall` and the matmul (and the fill of its
+//!   accumulator) fused into the loop, so each output tile is computed once and finished in
+//!   registers/cache. A matmul with several users is left alone: fusing it into each would
+//!   recompute it.
+//!
 //! Precondition: MLIR on tensors (before bufferization).
 
 use crate::diag::Diagnostic;
+use crate::mlir::schedule::apply_schedule;
 use crate::mlir::stages::{expect_mlir, run_upstream, Program, Stage, StageEnv, StageOptions};
+use crate::mlir::strategy::{choose, loops};
+use crate::mlir::walk::walk;
+use melior::ir::attribute::IntegerAttribute;
+use melior::ir::r#type::IntegerType;
+use std::fmt::Write;
 
-/// Fusion of elementwise producers into their consumers.
+/// Fusion as a stage.
 pub struct Fuse;
+
+/// The ops whose elementwise consumers are fused around them.
+const ANCHORS: &[&str] = &[
+    "linalg.matmul",
+    "linalg.batch_matmul",
+    "linalg.conv_2d_nhwc_hwcf",
+];
+
+/// Markers the schedule matches: the epilogue, its anchor, and the anchor's accumulator fill.
+const CONSUMER: &str = "tessera.fuse_consumer";
+const ANCHOR: &str = "tessera.fuse_anchor";
+const INIT: &str = "tessera.fuse_init";
 
 impl Stage for Fuse {
     fn name(&self) -> &'static str {
@@ -16,7 +41,7 @@ impl Stage for Fuse {
     }
 
     fn summary(&self) -> &'static str {
-        "Fuse elementwise producers into consumers (loop and input fusion). Input: linalg on tensors."
+        "Fuse elementwise chains, producers of reductions, and epilogues into matmul/conv tiles. Input: linalg on tensors."
     }
 
     fn run<'c>(
@@ -26,14 +51,87 @@ impl Stage for Fuse {
         _: &StageOptions,
     ) -> Result<Program<'c>, Vec<Diagnostic>> {
         let mut module = expect_mlir(program, self.name())?;
-        // Elementwise fusion moves payloads into consumers; canonicalize and cse remove the
-        // producers left without uses and merge the identical constants decomposition made.
-        run_upstream(
-            env,
-            &mut module,
-            "linalg-fuse-elementwise-ops,canonicalize,cse",
-            self.name(),
-        )?;
+        run_upstream(env, &mut module, "linalg-fuse-elementwise-ops", self.name())?;
+        // Epilogues before cse: each matmul still has its own accumulator fill, which then
+        // moves into the matmul's tiles instead of being shared (and copied) across them.
+        if let Some(schedule) = epilogue_schedule(env, &module) {
+            apply_schedule(env, &mut module, &schedule, "of tessera-fuse", self.name())?;
+        }
+        // Remove what fusion left without uses; merge the identical constants decomposition made.
+        run_upstream(env, &mut module, "canonicalize,cse", self.name())?;
+        walk(&module, |op| {
+            for marker in [CONSUMER, ANCHOR, INIT] {
+                op.remove_attribute(marker);
+            }
+        });
         Ok(Program::Mlir(module))
     }
+}
+
+/// Marks every anchor with a sole elementwise user and returns the schedule fusing them, or
+/// `None` when there is nothing to fuse.
+fn epilogue_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> Option<String> {
+    let i64_type = IntegerType::new(env.context.context(), 64).into();
+    let mut schedule = String::from(
+        "module attributes {transform.with_named_sequence} {\n  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n",
+    );
+    let mut count = 0;
+    walk(module, |op| {
+        if !ANCHORS.contains(&op.name().as_str()) {
+            return;
+        }
+        let Some(consumer) = op.sole_user() else {
+            return;
+        };
+        let elementwise = consumer.name() == "linalg.generic"
+            && consumer
+                .attribute("iterator_types")
+                .is_some_and(|kinds| !kinds.to_string().contains("reduction"));
+        let Some(consumer_loops) = loops(&consumer).filter(|_| elementwise) else {
+            return;
+        };
+        let sizes = choose("linalg.generic", &consumer_loops);
+        if sizes.iter().all(|&s| s == 0) {
+            return;
+        }
+        let marker = || IntegerAttribute::new(i64_type, count).into();
+        consumer.set_attribute(CONSUMER, marker());
+        op.set_attribute(ANCHOR, marker());
+        // The accumulator's fill is the last operand's producer.
+        let init = op
+            .operand_producer(op.operand_count() - 1)
+            .filter(|p| p.name() == "linalg.fill");
+        if let Some(fill) = &init {
+            fill.set_attribute(INIT, marker());
+        }
+        let sizes_text = sizes
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let any = "!transform.any_op";
+        let matcher = |name: &str| {
+            format!("transform.structured.match attributes {{{name} = {count} : i64}} in %root : ({any}) -> {any}")
+        };
+        let _ = writeln!(schedule, "    %c{count} = {}", matcher(CONSUMER));
+        let _ = writeln!(schedule, "    %a{count} = {}", matcher(ANCHOR));
+        let _ = writeln!(
+            schedule,
+            "    %t{count}, %l{count} = transform.structured.tile_using_forall %c{count} tile_sizes [{sizes_text}] : ({any}) -> ({any}, {any})"
+        );
+        let _ = writeln!(
+            schedule,
+            "    %f{count}, %m{count} = transform.structured.fuse_into_containing_op %a{count} into %l{count} : ({any}, {any}) -> ({any}, {any})"
+        );
+        if init.is_some() {
+            let _ = writeln!(schedule, "    %i{count} = {}", matcher(INIT));
+            let _ = writeln!(
+                schedule,
+                "    %g{count}, %n{count} = transform.structured.fuse_into_containing_op %i{count} into %m{count} : ({any}, {any}) -> ({any}, {any})"
+            );
+        }
+        count += 1;
+    });
+    schedule.push_str("    transform.yield\n  }\n}\n");
+    (count > 0).then_some(schedule)
 }

@@ -10,7 +10,7 @@ use crate::mlir::stages::{expect_mlir, run_upstream, Program, Stage, StageEnv, S
 pub struct LowerToLlvm;
 
 /// The upstream passes the stage runs (libm before vector-to-llvm, as it must be).
-pub const PASSES: &str = "convert-linalg-to-loops,convert-vector-to-scf,expand-strided-metadata,lower-affine,\
+pub const PASSES: &str = "scf-forall-to-for,convert-linalg-to-loops,convert-vector-to-scf,expand-strided-metadata,lower-affine,\
                           convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,\
                           convert-arith-to-llvm,convert-index-to-llvm,finalize-memref-to-llvm{use-generic-functions},\
                           convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts";
