@@ -8,6 +8,7 @@ pub mod compile;
 mod context;
 pub mod convert;
 pub mod emit;
+pub mod fusion_report;
 pub mod jit;
 pub mod layout;
 pub mod llvm;

@@ -83,6 +83,14 @@ impl<'c> WalkedOp<'c> {
         }
     }
 
+    /// Another handle on an operation met in the same walk (from `raw`).
+    pub(crate) fn from_raw(raw: MlirOperation) -> WalkedOp<'c> {
+        WalkedOp {
+            raw,
+            _context: std::marker::PhantomData,
+        }
+    }
+
     /// The raw handle, for C API calls that take the operation itself.
     pub fn raw(&self) -> MlirOperation {
         self.raw
@@ -157,6 +165,40 @@ impl<'c> WalkedOp<'c> {
                 raw: mlir_sys::mlirOpResultGetOwner(value),
                 _context: std::marker::PhantomData,
             })
+        }
+    }
+
+    /// How many uses result 0 has.
+    pub fn use_count(&self) -> usize {
+        // SAFETY: as in `name`; use lists are read, not changed.
+        unsafe {
+            if mlir_sys::mlirOperationGetNumResults(self.raw) == 0 {
+                return 0;
+            }
+            let mut count = 0;
+            let mut operand =
+                mlir_sys::mlirValueGetFirstUse(mlir_sys::mlirOperationGetResult(self.raw, 0));
+            while !operand.ptr.is_null() {
+                count += 1;
+                operand = mlir_sys::mlirOpOperandGetNextUse(operand);
+            }
+            count
+        }
+    }
+
+    /// The operation's location as MLIR prints it (`loc("%h"("m.tsr":4:3))`).
+    pub fn location(&self) -> String {
+        // SAFETY: as in `name`.
+        unsafe { melior::ir::Location::from_raw(mlir_sys::mlirOperationGetLocation(self.raw)) }
+            .to_string()
+    }
+
+    /// The operation that contains this one, when it is not a top-level operation.
+    pub fn parent(&self) -> Option<WalkedOp<'c>> {
+        // SAFETY: as in `name`.
+        unsafe {
+            let parent = mlir_sys::mlirOperationGetParentOperation(self.raw);
+            (!parent.ptr.is_null()).then_some(WalkedOp::from_raw(parent))
         }
     }
 

@@ -13,6 +13,7 @@ use tessera::diag::{render_all, Diagnostic};
 use tessera::expected_diagnostics::check_expected;
 use tessera::frontend::{decode, load, split_chunks, SPLIT_MARKER};
 use tessera::ir::Module;
+use tessera::mlir::fusion_report::{fusion_report, report_json, report_text};
 use tessera::mlir::jit::{write_object_file, Signature};
 use tessera::mlir::llvm::llvm_ir;
 use tessera::mlir::pipeline::{Pipeline, UPSTREAM_PASSES};
@@ -49,6 +50,7 @@ Examples:
   tessera-opt model.tsr --pass-pipeline='builtin.module(tessera-convert-to-linalg,tessera-tile{sizes=64,64,32},canonicalize)'
   tessera-opt model.tsr -O3 --dump-pass-pipeline    the preset as a reusable pipeline
   tessera-opt model.tsr -O3 --dump-dir stages/ --timing
+  tessera-opt model.tsr -O3 --fusion-report         which ops became one kernel, and why not others
   tessera-opt kernel.mlir --pass-pipeline='builtin.module(tessera-fuse)'
   tessera-opt cases.tsr --split-input-file --verify-diagnostics
   tessera-opt --print-op-reference                  the reference of every op"
@@ -109,6 +111,11 @@ pub struct OptArgs {
     /// Report the time of every step to stderr: `--timing` (a table) or `--timing=json`.
     #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "text", require_equals = true)]
     pub timing: Option<TimingFormat>,
+    /// Instead of the output, report which ops became one kernel after fusion and why the
+    /// others did not (`--fusion-report` text, or `--fusion-report=json`); runs the pipeline
+    /// up to its fusion stage.
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "text", require_equals = true)]
+    pub fusion_report: Option<TimingFormat>,
     /// What to print: `tsr` (the canonical model), `mlir`, `llvm-ir`, or `obj` (needs -o).
     /// By default: `tsr`, or `mlir` when a pipeline runs or the input is MLIR.
     #[arg(long, value_enum)]
@@ -326,6 +333,9 @@ fn process(
         Program::Graph(module) => Some(module.clone()),
         Program::Mlir(_) => None,
     };
+    if let Some(format) = args.fusion_report {
+        return fusion_report_of(context, file, program, pipeline, format, stderr);
+    }
     let conversion;
     let pipeline = match (pipeline, &program, args.emit) {
         (Some(p), _, _) => Some(p),
@@ -368,6 +378,53 @@ fn process(
         None => program,
     };
     emit(args, program, graph.as_ref())
+}
+
+/// `--fusion-report`: the pipeline up to its last fusion stage (or the conversion), then the
+/// report of what it fused.
+fn fusion_report_of(
+    context: &MlirContext,
+    file: &SourceFile,
+    program: Program<'_>,
+    pipeline: Option<&Pipeline>,
+    format: TimingFormat,
+    stderr: &mut dyn Write,
+) -> Result<String, Vec<Diagnostic>> {
+    let failure = |message: &str| vec![Diagnostic::error(Span::at(0), message.to_string())];
+    let Program::Graph(graph) = &program else {
+        return Err(failure(
+            "--fusion-report needs a tessera model (.tsr): it names the model's ops",
+        ));
+    };
+    let graph = graph.clone();
+    let full = match pipeline {
+        Some(p) => Pipeline::parse(&p.to_string()).map_err(|e| failure(&e))?,
+        None => Pipeline::preset(3, true),
+    };
+    let names: Vec<String> = full.elements.iter().map(|e| e.name()).collect();
+    let last_fuse = names.iter().rposition(|n| n == "tessera-fuse");
+    let end = last_fuse
+        .or_else(|| names.iter().position(|n| n == "tessera-convert-to-linalg"))
+        .ok_or_else(|| failure("--fusion-report needs a pipeline that converts the model (tessera-convert-to-linalg)"))?;
+    let prefix = Pipeline {
+        elements: full.elements.into_iter().take(end + 1).collect(),
+    };
+    let env = StageEnv { context, file };
+    let (lowered, _) = run_pipeline(program, &prefix, &env, &Instrumentation::default(), stderr)
+        .map_err(|f| f.diagnostics)?;
+    let Program::Mlir(mlir) = lowered else {
+        return Err(failure("the pipeline does not convert the model to MLIR"));
+    };
+    let reports = fusion_report(
+        &mlir,
+        &graph,
+        |offset| file.line_col(offset).line,
+        last_fuse.is_some(),
+    );
+    Ok(match format {
+        TimingFormat::Text => report_text(&reports),
+        TimingFormat::Json => report_json(&reports),
+    })
 }
 
 fn selection(all: bool, names: &[String]) -> Selection {
