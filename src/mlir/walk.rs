@@ -202,6 +202,72 @@ impl<'c> WalkedOp<'c> {
         }
     }
 
+    /// The operations using result 0, one entry per use (so a user appears once per operand
+    /// it takes the result in), with the operand's position.
+    pub fn uses(&self) -> Vec<(WalkedOp<'c>, usize)> {
+        // SAFETY: as in `name`; use lists are read, not changed.
+        unsafe {
+            let mut uses = Vec::new();
+            if mlir_sys::mlirOperationGetNumResults(self.raw) == 0 {
+                return uses;
+            }
+            let mut operand =
+                mlir_sys::mlirValueGetFirstUse(mlir_sys::mlirOperationGetResult(self.raw, 0));
+            while !operand.ptr.is_null() {
+                let owner = WalkedOp::from_raw(mlir_sys::mlirOpOperandGetOwner(operand));
+                uses.push((
+                    owner,
+                    mlir_sys::mlirOpOperandGetOperandNumber(operand) as usize,
+                ));
+                operand = mlir_sys::mlirOpOperandGetNextUse(operand);
+            }
+            uses
+        }
+    }
+
+    /// Gives `user` its own copy of this operation, placed just before it, and makes its
+    /// operand `position` read that copy. Call it outside a walk: it changes the IR.
+    pub fn clone_for(&self, user: &WalkedOp<'c>, position: usize) {
+        // SAFETY: both operations live in the same module; the clone is owned by the caller
+        // until it is inserted into the user's block, before the user, which then reads its
+        // result instead of this operation's (same type).
+        unsafe {
+            let clone = mlir_sys::mlirOperationClone(self.raw);
+            let block = mlir_sys::mlirOperationGetBlock(user.raw);
+            mlir_sys::mlirBlockInsertOwnedOperationBefore(block, user.raw, clone);
+            mlir_sys::mlirOperationSetOperand(
+                user.raw,
+                position as isize,
+                mlir_sys::mlirOperationGetResult(clone, 0),
+            );
+        }
+    }
+
+    /// The number of operations nested in this one's regions.
+    pub fn nested_count(&self) -> usize {
+        let mut count = 0;
+        let mut pending = vec![self.raw];
+        // SAFETY: as in `walk`: lists are read, not changed.
+        unsafe {
+            while let Some(op) = pending.pop() {
+                for r in 0..mlir_sys::mlirOperationGetNumRegions(op) {
+                    let mut block =
+                        mlir_sys::mlirRegionGetFirstBlock(mlir_sys::mlirOperationGetRegion(op, r));
+                    while !block.ptr.is_null() {
+                        let mut child = mlir_sys::mlirBlockGetFirstOperation(block);
+                        while !child.ptr.is_null() {
+                            count += 1;
+                            pending.push(child);
+                            child = mlir_sys::mlirOperationGetNextInBlock(child);
+                        }
+                        block = mlir_sys::mlirBlockGetNextInRegion(block);
+                    }
+                }
+            }
+        }
+        count
+    }
+
     /// The number of operands.
     pub fn operand_count(&self) -> usize {
         // SAFETY: as in `name`.

@@ -1,7 +1,10 @@
 //! `tessera-fuse`: XLA's fusion kinds on linalg.
 //! - Loop and input fusion: chains of elementwise ops become one loop nest, and elementwise
 //!   producers move into the reductions that consume them (upstream
-//!   `linalg-fuse-elementwise-ops`, then `canonicalize` and `cse`).
+//!   `linalg-fuse-elementwise-ops`, then `canonicalize` and `cse`). A cheap elementwise
+//!   producer with several consumers (softmax's `exp(x - max)`, layer norm's `x - mean`) is
+//!   first copied into each, as XLA does: recomputing a few scalar ops is cheaper than writing
+//!   and reading a full intermediate tensor.
 //! - Epilogue fusion (tile-and-fuse): a matmul or convolution whose only user is an
 //!   elementwise op (bias, activation, residual) is computed inside that op's tiles: the
 //!   epilogue is tiled over its output with `scf.forall` and the matmul (and the fill of its
@@ -15,7 +18,7 @@ use crate::diag::Diagnostic;
 use crate::mlir::schedule::apply_schedule;
 use crate::mlir::stages::{expect_mlir, run_upstream, Program, Stage, StageEnv, StageOptions};
 use crate::mlir::strategy::{choose, loops};
-use crate::mlir::walk::walk;
+use crate::mlir::walk::{walk, WalkedOp};
 use melior::ir::attribute::IntegerAttribute;
 use melior::ir::r#type::IntegerType;
 use std::fmt::Write;
@@ -52,6 +55,13 @@ impl Stage for Fuse {
     ) -> Result<Program<'c>, Vec<Diagnostic>> {
         let mut module = expect_mlir(program, self.name())?;
         run_upstream(env, &mut module, "linalg-fuse-elementwise-ops", self.name())?;
+        // Each round of copies can expose another shared producer one step up the chain.
+        for _ in 0..MAX_DUPLICATION_ROUNDS {
+            if !duplicate_cheap_producers(&module) {
+                break;
+            }
+            run_upstream(env, &mut module, "linalg-fuse-elementwise-ops", self.name())?;
+        }
         // Epilogues before cse: each matmul still has its own accumulator fill, which then
         // moves into the matmul's tiles instead of being shared (and copied) across them.
         if let Some(schedule) = epilogue_schedule(env, &module) {
@@ -66,6 +76,46 @@ impl Stage for Fuse {
         });
         Ok(Program::Mlir(module))
     }
+}
+
+/// How many rounds of copying shared producers (and fusing the copies) run at most.
+const MAX_DUPLICATION_ROUNDS: usize = 4;
+
+/// The most scalar operations an elementwise payload may have to be copied into each of its
+/// consumers.
+const CHEAP_PAYLOAD: usize = 8;
+
+/// Copies each cheap elementwise generic with several uses, all by generics, into every
+/// consumer after the first, so that fusion can move each copy into its consumer. Returns
+/// whether anything was copied.
+fn duplicate_cheap_producers(module: &melior::ir::Module<'_>) -> bool {
+    let mut copies = Vec::new();
+    walk(module, |op| {
+        let elementwise = op.name() == "linalg.generic"
+            && op
+                .attribute("iterator_types")
+                .is_some_and(|k| !k.to_string().contains("reduction"));
+        if !elementwise || op.nested_count() > CHEAP_PAYLOAD + 1 {
+            return;
+        }
+        let uses = op.uses();
+        if uses.len() > 1 && uses.iter().all(|(user, _)| user.name() == "linalg.generic") {
+            copies.push((
+                op.raw(),
+                uses.into_iter()
+                    .skip(1)
+                    .map(|(user, position)| (user.raw(), position))
+                    .collect::<Vec<_>>(),
+            ));
+        }
+    });
+    for (producer, uses) in &copies {
+        let producer = WalkedOp::from_raw(*producer);
+        for (user, position) in uses {
+            producer.clone_for(&WalkedOp::from_raw(*user), *position);
+        }
+    }
+    !copies.is_empty()
 }
 
 /// Marks every anchor with a sole elementwise user and returns the schedule fusing them, or
