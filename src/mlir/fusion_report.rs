@@ -162,6 +162,9 @@ fn reason(kernel: &WalkedOp<'_>, fusion_ran: bool) -> String {
             format!("its tiled kernel has {n} users: fusing it into each would compute it {n} times")
         }
         ("scf.forall" | "scf.for", _) => "its tiled kernel's user is not elementwise: nothing more to fuse into its tiles".into(),
+        (other, _) if !["linalg.matmul", "linalg.batch_matmul", "linalg.conv_2d_nhwc_hwcf"].contains(&other) => {
+            format!("a {other}: elementwise fusion does not merge it, and it is not a matmul or convolution with an epilogue")
+        }
         (other, n) if n > 1 => format!("a {other} with {n} users: fusing it into each would compute it {n} times"),
         (other, 0) => format!("a {other} whose result is returned: there is no epilogue to fuse"),
         (other, _) => format!("a {other} whose user is not elementwise: epilogue fusion takes elementwise users only"),

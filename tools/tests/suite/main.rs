@@ -4,6 +4,7 @@
 
 mod cli;
 mod common;
+mod fusion_reports;
 mod fuzz;
 mod generated;
 mod interpreter;
