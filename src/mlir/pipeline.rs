@@ -105,6 +105,17 @@ impl Pipeline {
         Pipeline { elements }
     }
 
+    /// Sets option `key` to `value` on every step that is the stage `name`.
+    pub fn set_option(&mut self, name: &str, key: &str, value: &str) {
+        for element in &mut self.elements {
+            if let Element::Stage(stage, options) = element {
+                if stage.name() == name {
+                    options.0.insert(key.to_string(), value.to_string());
+                }
+            }
+        }
+    }
+
     /// Parses MLIR's textual pipeline syntax. Unknown passes and stage options are errors that
     /// name the close matches.
     pub fn parse(text: &str) -> Result<Pipeline, String> {

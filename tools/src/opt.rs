@@ -84,6 +84,12 @@ pub struct OptArgs {
     /// and tessera-vectorize.
     #[arg(long, value_name = "FILE")]
     pub schedule: Option<PathBuf>,
+    /// With -O: generate code for this CPU (an LLVM name such as haswell) instead of the host.
+    #[arg(long, value_name = "CPU")]
+    pub target_cpu: Option<String>,
+    /// With -O: CPU features, LLVM style (+avx2,+fma), instead of the host's.
+    #[arg(long, value_name = "FEATURES")]
+    pub target_features: Option<String>,
     /// A pipeline in MLIR's syntax mixing tessera stages (with options) and upstream passes.
     #[arg(long, value_name = "PIPELINE")]
     pub pass_pipeline: Option<String>,
@@ -292,16 +298,26 @@ fn chosen_pipeline(args: &OptArgs) -> Result<Option<Pipeline>, String> {
         (Some(level), _) => level,
         // LLVM IR and objects need a full pipeline: the default is -O3.
         (None, Some(Emit::LlvmIr | Emit::Obj)) => 3,
-        (None, _) if args.no_fusion || schedule.is_some() => {
-            return Err("--no-fusion and --schedule apply to a preset: add -O LEVEL".into())
+        (None, _)
+            if args.no_fusion
+                || schedule.is_some()
+                || args.target_cpu.is_some()
+                || args.target_features.is_some() =>
+        {
+            return Err(
+                "--no-fusion, --schedule and --target-* apply to a preset: add -O LEVEL".into(),
+            )
         }
         (None, _) => return Ok(None),
     };
-    Ok(Some(Pipeline::preset_with_schedule(
-        level,
-        !args.no_fusion,
-        schedule.as_deref(),
-    )))
+    let mut pipeline = Pipeline::preset_with_schedule(level, !args.no_fusion, schedule.as_deref());
+    if let Some(cpu) = &args.target_cpu {
+        pipeline.set_option("tessera-lower-to-llvm", "cpu", cpu);
+    }
+    if let Some(features) = &args.target_features {
+        pipeline.set_option("tessera-lower-to-llvm", "features", features);
+    }
+    Ok(Some(pipeline))
 }
 
 /// The chunk `range` of `file` parsed as MLIR, errors located in the file.

@@ -1,10 +1,16 @@
 //! `tessera-lower-to-llvm`: loops, vectors, math and memrefs to the LLVM dialect. Allocation
 //! goes through `_mlir_memref_to_llvm_alloc`/`_free` (generic functions) so the host can count
-//! it; math without an LLVM intrinsic (`tanh`, `erf`) calls libm.
-//! Precondition: bufferized MLIR.
+//! it; math without an LLVM intrinsic (`tanh`, `erf`) calls libm. Code is generated for the
+//! host CPU unless `cpu=` and `features=` name another (set on every function, which LLVM's
+//! code generator honours). Precondition: bufferized MLIR.
 
 use crate::diag::Diagnostic;
-use crate::mlir::stages::{expect_mlir, run_upstream, Program, Stage, StageEnv, StageOptions};
+use crate::mlir::stages::{
+    expect_mlir, run_upstream, stage_error, Program, Stage, StageEnv, StageOption, StageOptions,
+};
+use crate::mlir::walk::walk;
+use melior::ir::attribute::StringAttribute;
+use melior::ir::Attribute;
 
 /// Lowering to the LLVM dialect as a stage.
 pub struct LowerToLlvm;
@@ -24,14 +30,49 @@ impl Stage for LowerToLlvm {
         "Lower loops, vectors, math and memrefs to the LLVM dialect. Input: bufferized MLIR."
     }
 
+    fn options(&self) -> &'static [StageOption] {
+        &[
+            StageOption { name: "cpu", doc: "the CPU to generate code for (an LLVM CPU name such as haswell); default: the host" },
+            StageOption { name: "features", doc: "CPU features, LLVM style (+avx2,+fma,-avx512f); default: the host's" },
+        ]
+    }
+
     fn run<'c>(
         &self,
         program: Program<'c>,
         env: &StageEnv<'c, '_>,
-        _: &StageOptions,
+        options: &StageOptions,
     ) -> Result<Program<'c>, Vec<Diagnostic>> {
         let mut module = expect_mlir(program, self.name())?;
         run_upstream(env, &mut module, PASSES, self.name())?;
+        let ctx = env.context.context();
+        let cpu: Option<Attribute> = options
+            .0
+            .get("cpu")
+            .map(|cpu| StringAttribute::new(ctx, cpu).into());
+        let features = match options.0.get("features") {
+            Some(list) => {
+                let quoted: Vec<String> = list
+                    .split(',')
+                    .map(|f| format!("\"{}\"", f.trim()))
+                    .collect();
+                let text = format!("#llvm.target_features<[{}]>", quoted.join(", "));
+                Some(Attribute::parse(ctx, &text).ok_or_else(|| {
+                    stage_error(self.name(), format!("invalid features '{list}'"))
+                })?)
+            }
+            None => None,
+        };
+        walk(&module, |op| {
+            if op.name() == "llvm.func" {
+                if let Some(cpu) = cpu {
+                    op.set_attribute("target_cpu", cpu);
+                }
+                if let Some(features) = features {
+                    op.set_attribute("target_features", features);
+                }
+            }
+        });
         Ok(Program::Mlir(module))
     }
 }
