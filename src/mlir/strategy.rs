@@ -85,6 +85,33 @@ pub fn loops(op: &WalkedOp<'_>) -> Option<Loops> {
     Some(Loops(loops))
 }
 
+/// How many times a `linalg.generic` reads each element of its operand `index`: the product
+/// of the extents of the loops that operand's map leaves out (1 when every element is read
+/// once). A producer fused into that operand is recomputed this many times per element.
+pub fn reads_per_element(op: &WalkedOp<'_>, index: usize) -> Option<i64> {
+    if op.name() != "linalg.generic" {
+        return None;
+    }
+    let loops = loops(op)?;
+    let maps = map_results(&op.attribute("indexing_maps")?.to_string());
+    let map = maps.get(index)?;
+    let used = |d: usize| {
+        map.iter().any(|expr| {
+            expr.split(|c: char| !c.is_ascii_alphanumeric())
+                .any(|token| token.strip_prefix('d').and_then(|n| n.parse().ok()) == Some(d))
+        })
+    };
+    Some(
+        loops
+            .0
+            .iter()
+            .enumerate()
+            .filter(|&(d, _)| !used(d))
+            .map(|(_, &(extent, _))| extent)
+            .product(),
+    )
+}
+
 /// The result expressions of each map in the text of an `indexing_maps` attribute
 /// (`[affine_map<(d0, d1) -> (d0, 0)>, ...]` gives `[["d0", "0"], ...]`).
 fn map_results(text: &str) -> Vec<Vec<String>> {

@@ -500,16 +500,23 @@ impl ConvertToMlir for Reduce {
     }
 }
 
-/// The output map and iterators of a reduction of a rank-`rank` input over `axes`.
+/// The output map and iterators of a reduction of a rank-`rank` input over `axes`. With
+/// `keepdims`, each kept (size-1) output dimension gets a loop of its own after the input's,
+/// parallel with extent 1, so the output map stays a projected permutation (as tiling and
+/// fusion need) instead of naming the constant 0.
 fn reduction_maps(
     rank: usize,
     axes: &[usize],
     keepdims: bool,
 ) -> (Vec<MapExpr>, Vec<IteratorKind>) {
+    let mut kept = 0;
     let out_map = (0..rank)
         .filter_map(|d| match (axes.contains(&d), keepdims) {
             (false, _) => Some(MapExpr::Dim(d)),
-            (true, true) => Some(MapExpr::Zero),
+            (true, true) => {
+                kept += 1;
+                Some(MapExpr::Dim(rank + kept - 1))
+            }
             (true, false) => None,
         })
         .collect();
@@ -521,6 +528,7 @@ fn reduction_maps(
                 IteratorKind::Parallel
             }
         })
+        .chain(std::iter::repeat_n(IteratorKind::Parallel, kept))
         .collect();
     (out_map, iterators)
 }

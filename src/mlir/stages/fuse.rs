@@ -5,6 +5,11 @@
 //!   producer with several consumers (softmax's `exp(x - max)`, layer norm's `x - mean`) is
 //!   first copied into each, as XLA does: recomputing a few scalar ops is cheaper than writing
 //!   and reading a full intermediate tensor.
+//! - Row fusion (tile-and-fuse of reductions): the last elementwise op of a chain that reads
+//!   reductions (normalizations: softmax, layer norm) is tiled by rows, and its producers,
+//!   the reductions included, are computed inside each row tile: a layer norm with its
+//!   epilogue is one loop over row blocks whose data stays in cache, instead of a pass over
+//!   the whole tensor per reduction. Row tiles are disjoint, so nothing is recomputed.
 //! - Epilogue fusion (tile-and-fuse): a matmul or convolution whose only user is an
 //!   elementwise op (bias, activation, residual) is computed inside that op's tiles: the
 //!   epilogue is tiled over its output with `scf.forall` and the matmul (and the fill of its
@@ -17,7 +22,7 @@
 use crate::diag::Diagnostic;
 use crate::mlir::schedule::apply_schedule;
 use crate::mlir::stages::{expect_mlir, run_upstream, Program, Stage, StageEnv, StageOptions};
-use crate::mlir::strategy::{choose, loops};
+use crate::mlir::strategy::{choose, divisor_at_most, loops, reads_per_element};
 use crate::mlir::walk::{walk, WalkedOp};
 use melior::ir::attribute::IntegerAttribute;
 use melior::ir::r#type::IntegerType;
@@ -33,10 +38,15 @@ const ANCHORS: &[&str] = &[
     "linalg.conv_2d_nhwc_hwcf",
 ];
 
-/// Markers the schedule matches: the epilogue, its anchor, and the anchor's accumulator fill.
+/// Markers the schedule matches: the epilogue, its anchor, and the anchor's accumulator fill;
+/// the root of a row fusion.
 const CONSUMER: &str = "tessera.fuse_consumer";
 const ANCHOR: &str = "tessera.fuse_anchor";
 const INIT: &str = "tessera.fuse_init";
+const ROW_ROOT: &str = "tessera.fuse_rows";
+
+/// The most rows a row tile holds.
+const ROW_TILE: i64 = 8;
 
 impl Stage for Fuse {
     fn name(&self) -> &'static str {
@@ -67,15 +77,71 @@ impl Stage for Fuse {
         if let Some(schedule) = epilogue_schedule(env, &module) {
             apply_schedule(env, &mut module, &schedule, "of tessera-fuse", self.name())?;
         }
+        if let Some(schedule) = row_schedule(env, &module) {
+            apply_schedule(env, &mut module, &schedule, "of tessera-fuse", self.name())?;
+        }
         // Remove what fusion left without uses; merge the identical constants decomposition made.
         run_upstream(env, &mut module, "canonicalize,cse", self.name())?;
         walk(&module, |op| {
-            for marker in [CONSUMER, ANCHOR, INIT] {
+            for marker in [CONSUMER, ANCHOR, INIT, ROW_ROOT] {
                 op.remove_attribute(marker);
             }
         });
         Ok(Program::Mlir(module))
     }
+}
+
+/// Whether `op` is a linalg.generic without reduction loops.
+fn is_elementwise(op: &WalkedOp<'_>) -> bool {
+    op.name() == "linalg.generic"
+        && op
+            .attribute("iterator_types")
+            .is_some_and(|k| !k.to_string().contains("reduction"))
+}
+
+/// Marks the roots of row fusion (elementwise generics that read a reduction and feed no
+/// other generic) and returns the schedule tiling each by rows and fusing its producers.
+fn row_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> Option<String> {
+    let i64_type = IntegerType::new(env.context.context(), 64).into();
+    let mut schedule = String::from(
+        "module attributes {transform.with_named_sequence} {\n  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n",
+    );
+    let mut count = 0;
+    walk(module, |op| {
+        if !is_elementwise(op) || op.parent().is_some_and(|p| p.name() != "func.func") {
+            return;
+        }
+        let reads_reduction = (0..op.operand_count())
+            .filter_map(|i| op.operand_producer(i))
+            .any(|p| {
+                p.name() == "linalg.generic"
+                    && p.attribute("iterator_types")
+                        .is_some_and(|k| k.to_string().contains("reduction"))
+            });
+        let feeds_generic = op
+            .uses()
+            .iter()
+            .any(|(user, _)| user.name() == "linalg.generic");
+        let Some(op_loops) = loops(op) else { return };
+        let Some(&(rows, _)) = op_loops.0.first() else {
+            return;
+        };
+        if !reads_reduction || feeds_generic || rows <= 1 {
+            return;
+        }
+        op.set_attribute(ROW_ROOT, IntegerAttribute::new(i64_type, count).into());
+        let mut sizes = vec!["0".to_string(); op_loops.0.len()];
+        sizes[0] = divisor_at_most(rows, ROW_TILE).to_string();
+        let any = "!transform.any_op";
+        let _ = writeln!(
+            schedule,
+            "    %r{count} = transform.structured.match attributes {{{ROW_ROOT} = {count} : i64}} in %root : ({any}) -> {any}\n    %rt{count}, %rl{count} = transform.structured.fuse %r{count} {{tile_sizes = [{}]}} : ({any}) -> ({any}, {any})",
+            sizes.join(", ")
+        );
+        count += 1;
+    });
+    schedule.push_str("    transform.yield\n  }\n}\n");
+    (count > 0).then_some(schedule)
 }
 
 /// How many rounds of copying shared producers (and fusing the copies) run at most.
@@ -85,9 +151,9 @@ const MAX_DUPLICATION_ROUNDS: usize = 4;
 /// consumers.
 const CHEAP_PAYLOAD: usize = 8;
 
-/// Copies each cheap elementwise generic with several uses, all by generics, into every
-/// consumer after the first, so that fusion can move each copy into its consumer. Returns
-/// whether anything was copied.
+/// Copies each cheap elementwise generic with several uses, all by generics that read each of
+/// its elements once, into every consumer after the first, so that fusion can move each copy
+/// into its consumer. Returns whether anything was copied.
 fn duplicate_cheap_producers(module: &melior::ir::Module<'_>) -> bool {
     let mut copies = Vec::new();
     walk(module, |op| {
@@ -99,7 +165,12 @@ fn duplicate_cheap_producers(module: &melior::ir::Module<'_>) -> bool {
             return;
         }
         let uses = op.uses();
-        if uses.len() > 1 && uses.iter().all(|(user, _)| user.name() == "linalg.generic") {
+        // A copy fused into a contraction (a matmul generic reading it along rows) would be
+        // recomputed once per output column: copy only where each element is read once.
+        let read_once = |(user, position): &(WalkedOp<'_>, usize)| {
+            reads_per_element(user, *position) == Some(1)
+        };
+        if uses.len() > 1 && uses.iter().all(read_once) {
             copies.push((
                 op.raw(),
                 uses.into_iter()
