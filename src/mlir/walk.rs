@@ -243,6 +243,14 @@ impl<'c> WalkedOp<'c> {
         }
     }
 
+    /// Moves this operation to just before `other`, in `other`'s block. Call it outside a
+    /// walk: it changes the IR.
+    pub fn move_before(&self, other: &WalkedOp<'c>) {
+        // SAFETY: both operations live in the same module; moving unlinks this operation
+        // from its block and links it into `other`'s, so it stays owned by the module.
+        unsafe { mlir_sys::mlirOperationMoveBefore(self.raw, other.raw) }
+    }
+
     /// The number of operations nested in this one's regions.
     pub fn nested_count(&self) -> usize {
         let mut count = 0;

@@ -5,7 +5,10 @@
 
 use crate::diag::Diagnostic;
 use crate::mlir::stages::{expect_mlir, run_upstream, Program, Stage, StageEnv, StageOptions};
-use crate::mlir::walk::walk;
+use crate::mlir::walk::{walk, WalkedOp};
+use melior::ir::attribute::{FlatSymbolRefAttribute, StringAttribute};
+use melior::ir::BlockLike;
+use std::collections::{HashMap, HashSet};
 
 /// Bufferization as a stage.
 pub struct Bufferize;
@@ -41,6 +44,7 @@ impl Stage for Bufferize {
     ) -> Result<Program<'c>, Vec<Diagnostic>> {
         let mut module = expect_mlir(program, self.name())?;
         run_upstream(env, &mut module, BUFFERIZE, self.name())?;
+        number_globals(env.context.context(), &module);
         let mut aliased = false;
         walk(&module, |op| {
             aliased |= op.name() == "func.return" && op.has_aliased_operands()
@@ -53,5 +57,71 @@ impl Stage for Bufferize {
         run_upstream(env, &mut module, out_params, self.name())?;
         run_upstream(env, &mut module, DEALLOCATE, self.name())?;
         Ok(Program::Mlir(module))
+    }
+}
+
+/// Renames the module's `memref.global`s `__constant_0`, `__constant_1`, ... in the order the
+/// functions first read them, and puts them first in that order. Bufferization names and
+/// places the globals of tensor constants in an order that follows pointer hashing (of the
+/// functions it visits), which differs from run to run; renumbered, the output of every stage
+/// after it is reproducible.
+fn number_globals(context: &melior::Context, module: &melior::ir::Module<'_>) {
+    let mut globals = HashMap::new();
+    let mut taken = HashSet::new();
+    let mut reads = Vec::new();
+    walk(module, |op| {
+        let symbol = || {
+            op.attribute("sym_name")
+                .map(|a| a.to_string().trim_matches('"').to_string())
+        };
+        match op.name().as_str() {
+            "memref.global" => {
+                if let Some(name) = symbol() {
+                    globals.insert(name, op.raw());
+                }
+            }
+            "memref.get_global" => reads.push(op.raw()),
+            _ => taken.extend(symbol()),
+        }
+    });
+    let mut renamed: HashMap<String, String> = HashMap::new();
+    let mut order = Vec::new();
+    let mut next = 0;
+    for read in reads {
+        let read = WalkedOp::from_raw(read);
+        let Some(old) = read
+            .attribute("name")
+            .map(|a| a.to_string().trim_start_matches('@').to_string())
+        else {
+            continue;
+        };
+        let Some(&global) = globals.get(&old) else {
+            continue;
+        };
+        let new = renamed.entry(old).or_insert_with(|| {
+            let name = loop {
+                let candidate = format!("__constant_{next}");
+                next += 1;
+                if !taken.contains(&candidate) {
+                    break candidate;
+                }
+            };
+            order.push(global);
+            WalkedOp::from_raw(global)
+                .set_attribute("sym_name", StringAttribute::new(context, &name).into());
+            name
+        });
+        read.set_attribute("name", FlatSymbolRefAttribute::new(context, new).into());
+    }
+    let Some(first) = module.body().first_operation() else {
+        return;
+    };
+    let mut anchor = WalkedOp::from_raw(first.to_raw());
+    for global in order.into_iter().rev() {
+        let global = WalkedOp::from_raw(global);
+        if global.raw().ptr != anchor.raw().ptr {
+            global.move_before(&anchor);
+        }
+        anchor = global;
     }
 }

@@ -15,3 +15,4 @@ mod reference_docs;
 mod roundtrip;
 mod run_cli;
 mod snapshots;
+mod stage_snapshots;
