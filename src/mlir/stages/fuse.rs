@@ -9,7 +9,9 @@
 //!   reductions (normalizations: softmax, layer norm) is tiled by rows, and its producers,
 //!   the reductions included, are computed inside each row tile: a layer norm with its
 //!   epilogue is one loop over row blocks whose data stays in cache, instead of a pass over
-//!   the whole tensor per reduction. Row tiles are disjoint, so nothing is recomputed.
+//!   the whole tensor per reduction. Row tiles are disjoint, and a root is fused only when no
+//!   matmul or reduction it pulls in has a user outside the loop, so nothing expensive is
+//!   computed twice.
 //! - Epilogue fusion (tile-and-fuse): a matmul or convolution whose only user is an
 //!   elementwise op (bias, activation, residual) is computed inside that op's tiles: the
 //!   epilogue is tiled over its output with `scf.forall` and the matmul (and the fill of its
@@ -99,8 +101,34 @@ fn is_elementwise(op: &WalkedOp<'_>) -> bool {
             .is_some_and(|k| !k.to_string().contains("reduction"))
 }
 
-/// Marks the roots of row fusion (elementwise generics that read a reduction and feed no
-/// other generic) and returns the schedule tiling each by rows and fusing its producers.
+/// Whether fusing the producers of `root` into its row loop recomputes nothing expensive:
+/// every structured op the fusion pulls in (its producers, transitively) that is not
+/// elementwise or a fill is used only by ops pulled in too (or by the root). A matmul or a
+/// reduction with a user outside the loop would otherwise be computed twice.
+fn row_fusion_recomputes_nothing(root: &WalkedOp<'_>) -> bool {
+    let id = |op: &WalkedOp<'_>| op.raw().ptr as usize;
+    let mut slice = std::collections::HashSet::from([id(root)]);
+    let mut pending = vec![WalkedOp::from_raw(root.raw())];
+    let mut pulled = Vec::new();
+    while let Some(op) = pending.pop() {
+        for producer in (0..op.operand_count()).filter_map(|i| op.operand_producer(i)) {
+            if producer.name().starts_with("linalg.") && slice.insert(id(&producer)) {
+                pulled.push(producer.raw());
+                pending.push(producer);
+            }
+        }
+    }
+    pulled.into_iter().map(WalkedOp::from_raw).all(|op| {
+        op.name() == "linalg.fill"
+            || is_elementwise(&op)
+            || (op.result_count() == 1
+                && op.uses().iter().all(|(user, _)| slice.contains(&id(user))))
+    })
+}
+
+/// Marks the roots of row fusion (elementwise generics that read a reduction, feed no other
+/// generic, and whose fusion recomputes nothing expensive) and returns the schedule tiling
+/// each by rows and fusing its producers.
 fn row_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> Option<String> {
     let i64_type = IntegerType::new(env.context.context(), 64).into();
     let mut schedule = String::from(
@@ -126,7 +154,7 @@ fn row_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> Opti
         let Some(&(rows, _)) = op_loops.0.first() else {
             return;
         };
-        if !reads_reduction || feeds_generic || rows <= 1 {
+        if !reads_reduction || feeds_generic || rows <= 1 || !row_fusion_recomputes_nothing(op) {
             return;
         }
         op.set_attribute(ROW_ROOT, IntegerAttribute::new(i64_type, count).into());
