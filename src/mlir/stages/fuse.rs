@@ -47,6 +47,12 @@ const ANCHOR: &str = "tessera.fuse_anchor";
 const INIT: &str = "tessera.fuse_init";
 const ROW_ROOT: &str = "tessera.fuse_rows";
 
+/// The start of a schedule: the named sequence the interpreter runs, on `%root`.
+const SCHEDULE_HEAD: &str = "module attributes {transform.with_named_sequence} {\n  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n";
+
+/// The end of a schedule.
+const SCHEDULE_TAIL: &str = "    transform.yield\n  }\n}\n";
+
 /// The most rows a row tile holds.
 const ROW_TILE: i64 = 8;
 
@@ -131,9 +137,7 @@ fn row_fusion_recomputes_nothing(root: &WalkedOp<'_>) -> bool {
 /// each by rows and fusing its producers.
 fn row_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> Option<String> {
     let i64_type = IntegerType::new(env.context.context(), 64).into();
-    let mut schedule = String::from(
-        "module attributes {transform.with_named_sequence} {\n  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n",
-    );
+    let mut schedule = String::from(SCHEDULE_HEAD);
     let mut count = 0;
     walk(module, |op| {
         if !is_elementwise(op) || op.parent().is_some_and(|p| p.name() != "func.func") {
@@ -168,7 +172,7 @@ fn row_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> Opti
         );
         count += 1;
     });
-    schedule.push_str("    transform.yield\n  }\n}\n");
+    schedule.push_str(SCHEDULE_TAIL);
     (count > 0).then_some(schedule)
 }
 
@@ -221,9 +225,7 @@ fn duplicate_cheap_producers(module: &melior::ir::Module<'_>) -> bool {
 /// `None` when there is nothing to fuse.
 fn epilogue_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> Option<String> {
     let i64_type = IntegerType::new(env.context.context(), 64).into();
-    let mut schedule = String::from(
-        "module attributes {transform.with_named_sequence} {\n  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n",
-    );
+    let mut schedule = String::from(SCHEDULE_HEAD);
     let mut count = 0;
     walk(module, |op| {
         if !ANCHORS.contains(&op.name().as_str()) {
@@ -281,6 +283,6 @@ fn epilogue_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) ->
         }
         count += 1;
     });
-    schedule.push_str("    transform.yield\n  }\n}\n");
+    schedule.push_str(SCHEDULE_TAIL);
     (count > 0).then_some(schedule)
 }

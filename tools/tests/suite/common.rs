@@ -15,6 +15,14 @@ pub fn root() -> PathBuf {
         .to_path_buf()
 }
 
+/// `path` relative to the repository root, as stable text for messages and snapshots.
+pub fn relative(path: &Path) -> String {
+    path.strip_prefix(root())
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
 /// The `.tsr` files directly in `dir` (relative to the root), sorted.
 pub fn tsr_files(dir: &str) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(root().join(dir))

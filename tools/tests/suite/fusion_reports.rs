@@ -1,17 +1,13 @@
 //! insta snapshots of the fusion report of every model at -O3 (text), so that a change in
 //! what fuses is reviewed.
 
-use crate::common::{root, tsr_files};
+use crate::common::{relative, root, tsr_files};
 use std::process::Command;
 
 #[test]
 fn fusion_report_of_every_model() {
     for path in tsr_files("testdata/models") {
-        let name = path
-            .strip_prefix(root())
-            .unwrap_or(&path)
-            .display()
-            .to_string();
+        let name = relative(&path);
         let out = Command::new(env!("CARGO_BIN_EXE_tessera-opt"))
             .args([name.as_str(), "-O3", "--fusion-report"])
             .current_dir(root())

@@ -1,7 +1,7 @@
 //! Oracles no one here wrote: upstream `mlir-opt --verify-each` accepts the MLIR of every
 //! model, and insta holds that MLIR so changes to the conversion are reviewed.
 
-use crate::common::{root, tsr_files};
+use crate::common::{relative, tsr_files};
 use std::io::Write;
 use std::process::{Command, Stdio};
 use tessera::frontend::{decode, load};
@@ -18,11 +18,7 @@ fn converted_models() -> Vec<(String, String)> {
     tsr_files("testdata/models")
         .into_iter()
         .map(|path| {
-            let name = path
-                .strip_prefix(root())
-                .unwrap_or(&path)
-                .display()
-                .to_string();
+            let name = relative(&path);
             let bytes = std::fs::read(&path).expect("model is readable");
             let (file, _) = decode(&name, &bytes);
             let module = load(&file, 0..file.text().len(), &registry).expect("models are valid");

@@ -3,7 +3,7 @@
 //! agrees with the reference interpreter within the stated tolerance of its element types.
 //! Compiled code frees everything it allocates.
 
-use crate::common::{root, tsr_files};
+use crate::common::{relative, tsr_files};
 use tessera::exec::compare::{compare, Tolerance};
 use tessera::exec::interpret::interpret;
 use tessera::exec::random::random_tensor;
@@ -20,11 +20,7 @@ fn every_model_matches_the_reference_interpreter() {
     let context = MlirContext::new();
     let mut failures = Vec::new();
     for path in tsr_files("testdata/models") {
-        let name = path
-            .strip_prefix(root())
-            .unwrap_or(&path)
-            .display()
-            .to_string();
+        let name = relative(&path);
         let bytes = std::fs::read(&path).expect("model is readable");
         let (file, _) = decode(&name, &bytes);
         let module = load(&file, 0..file.text().len(), &registry).expect("models are valid");

@@ -1,15 +1,7 @@
 //! insta snapshots: the canonical print of every model and the rendered diagnostics of every
 //! invalid input. Review changes with `cargo insta review`; CI (`CI=true`) fails on any.
 
-use crate::common::{load_text, print, root};
-
-/// The path of `path` relative to the repository root, for stable snapshot text.
-fn relative(path: &std::path::Path) -> String {
-    path.strip_prefix(root())
-        .unwrap_or(path)
-        .display()
-        .to_string()
-}
+use crate::common::{load_text, print, relative};
 
 #[test]
 fn canonical_print_of_every_model() {

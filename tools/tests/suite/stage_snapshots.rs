@@ -6,7 +6,7 @@
 //! bufferized IR by upstream conversions, and already checked by the numerics suite, which
 //! runs it for every model at every preset.
 
-use crate::common::{root, tsr_files};
+use crate::common::{relative, root, tsr_files};
 use std::process::Command;
 
 /// The presets snapshotted.
@@ -39,11 +39,7 @@ fn stage_dumps(text: &str) -> Vec<(String, String)> {
 #[test]
 fn every_model_stage_by_stage() {
     for path in tsr_files("testdata/models") {
-        let name = path
-            .strip_prefix(root())
-            .unwrap_or(&path)
-            .display()
-            .to_string();
+        let name = relative(&path);
         let file = name.rsplit('/').next().unwrap_or(&name).to_string();
         for preset in PRESETS {
             let out = Command::new(env!("CARGO_BIN_EXE_tessera-opt"))
