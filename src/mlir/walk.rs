@@ -251,6 +251,33 @@ impl<'c> WalkedOp<'c> {
         unsafe { mlir_sys::mlirOperationMoveBefore(self.raw, other.raw) }
     }
 
+    /// Adds a use of result 0 right after this operation: an operation named `name`, of no
+    /// dialect, which rewrites cannot see through or erase (it may have any effect). The
+    /// context must allow unregistered dialects while it exists; [`WalkedOp::erase`] removes it.
+    pub fn pin_result(&self, name: &str) {
+        // SAFETY: the new operation is built from a state that lives across the calls, with
+        // one operand (this operation's result) and this operation's location; the block takes
+        // ownership of it when it is inserted after this operation, in this operation's block.
+        unsafe {
+            let mut state = mlir_sys::mlirOperationStateGet(
+                StringRef::new(name).to_raw(),
+                mlir_sys::mlirOperationGetLocation(self.raw),
+            );
+            let result = mlir_sys::mlirOperationGetResult(self.raw, 0);
+            mlir_sys::mlirOperationStateAddOperands(&mut state, 1, &result);
+            let pin = mlir_sys::mlirOperationCreate(&mut state);
+            let block = mlir_sys::mlirOperationGetBlock(self.raw);
+            mlir_sys::mlirBlockInsertOwnedOperationAfter(block, self.raw, pin);
+        }
+    }
+
+    /// Removes this operation, which must have no results in use. Call it outside a walk.
+    pub fn erase(&self) {
+        // SAFETY: the operation is owned by its block; destroying it unlinks it first, and
+        // nothing uses its results.
+        unsafe { mlir_sys::mlirOperationDestroy(self.raw) }
+    }
+
     /// The number of operations nested in this one's regions.
     pub fn nested_count(&self) -> usize {
         let mut count = 0;

@@ -72,14 +72,14 @@ impl Stage for Fuse {
         _: &StageOptions,
     ) -> Result<Program<'c>, Vec<Diagnostic>> {
         let mut module = expect_mlir(program, self.name())?;
-        run_upstream(env, &mut module, "linalg-fuse-elementwise-ops", self.name())?;
-        // Each round of copies can expose another shared producer one step up the chain.
-        for _ in 0..MAX_DUPLICATION_ROUNDS {
-            if !duplicate_cheap_producers(&module) {
-                break;
-            }
-            run_upstream(env, &mut module, "linalg-fuse-elementwise-ops", self.name())?;
-        }
+        let context = env.context.context();
+        let allowed = context.allow_unregistered_dialects();
+        context.set_allow_unregistered_dialects(true);
+        pin_reshaped_contractions(&module);
+        let fused = fuse_elementwise(env, &mut module, self.name());
+        walk_collect(&module, PIN).iter().for_each(WalkedOp::erase);
+        context.set_allow_unregistered_dialects(allowed);
+        fused?;
         // Epilogues before cse: each matmul still has its own accumulator fill, which then
         // moves into the matmul's tiles instead of being shared (and copied) across them.
         if let Some(schedule) = epilogue_schedule(env, &module) {
@@ -97,6 +97,60 @@ impl Stage for Fuse {
         });
         Ok(Program::Mlir(module))
     }
+}
+
+/// Loop and input fusion: upstream elementwise fusion, then rounds of copying cheap shared
+/// producers and fusing again; each round can expose another shared producer one step up.
+fn fuse_elementwise<'c>(
+    env: &StageEnv<'c, '_>,
+    module: &mut melior::ir::Module<'c>,
+    stage: &str,
+) -> Result<(), Vec<Diagnostic>> {
+    run_upstream(env, module, "linalg-fuse-elementwise-ops", stage)?;
+    for _ in 0..MAX_DUPLICATION_ROUNDS {
+        if !duplicate_cheap_producers(module) {
+            break;
+        }
+        run_upstream(env, module, "linalg-fuse-elementwise-ops", stage)?;
+    }
+    Ok(())
+}
+
+/// The operation that holds a contraction's result during elementwise fusion.
+const PIN: &str = "tessera.pin";
+
+/// Pins the result of each matmul or convolution that a reshape reads: upstream fusion would
+/// otherwise fold the reshape into it (a single-use producer), turning the named op into a
+/// contraction generic over the reshaped dimensions, which tiles and vectorizes as a
+/// reduction, not as a matmul (transformer_block's q, k and v: 2x slower).
+fn pin_reshaped_contractions(module: &melior::ir::Module<'_>) {
+    let mut pinned = Vec::new();
+    walk(module, |op| {
+        let reshaped = op.sole_user().is_some_and(|user| {
+            matches!(
+                user.name().as_str(),
+                "tensor.expand_shape" | "tensor.collapse_shape"
+            )
+        });
+        if ANCHORS.contains(&op.name().as_str()) && reshaped {
+            pinned.push(op.raw());
+        }
+    });
+    for op in pinned {
+        WalkedOp::from_raw(op).pin_result(PIN);
+    }
+}
+
+/// The operations named `name` in `module`, collected so that they can be changed after
+/// the walk.
+fn walk_collect<'c>(module: &melior::ir::Module<'c>, name: &str) -> Vec<WalkedOp<'c>> {
+    let mut found = Vec::new();
+    walk(module, |op| {
+        if op.name() == name {
+            found.push(op.raw());
+        }
+    });
+    found.into_iter().map(WalkedOp::from_raw).collect()
 }
 
 /// Whether `op` is a linalg.generic without reduction loops.
