@@ -168,6 +168,19 @@ impl<'c> WalkedOp<'c> {
         }
     }
 
+    /// An identity of the value operand `index` reads, equal for operands reading the same
+    /// value, when that value is a block argument (a function parameter, for top-level ops).
+    pub fn operand_argument(&self, index: usize) -> Option<usize> {
+        // SAFETY: as in `name`; values are read, not changed.
+        unsafe {
+            if index as isize >= mlir_sys::mlirOperationGetNumOperands(self.raw) {
+                return None;
+            }
+            let value = mlir_sys::mlirOperationGetOperand(self.raw, index as isize);
+            mlir_sys::mlirValueIsABlockArgument(value).then_some(value.ptr as usize)
+        }
+    }
+
     /// How many uses result 0 has.
     pub fn use_count(&self) -> usize {
         // SAFETY: as in `name`; use lists are read, not changed.

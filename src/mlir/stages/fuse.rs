@@ -12,6 +12,9 @@
 //!   the whole tensor per reduction. Row tiles are disjoint, and a root is fused only when no
 //!   matmul or reduction it pulls in has a user outside the loop, so nothing expensive is
 //!   computed twice.
+//! - Multi-output (sibling) fusion: top-level reductions of one function that read a common
+//!   parameter over as many rows are each tiled by rows, and their row loops fused into one
+//!   loop with several results (`transform.loop.fuse_sibling`), so the input is read once.
 //! - Epilogue fusion (tile-and-fuse): a matmul or convolution whose only user is an
 //!   elementwise op (bias, activation, residual) is computed inside that op's tiles: the
 //!   epilogue is tiled over its output with `scf.forall` and the matmul (and the fill of its
@@ -41,11 +44,12 @@ const ANCHORS: &[&str] = &[
 ];
 
 /// Markers the schedule matches: the epilogue, its anchor, and the anchor's accumulator fill;
-/// the root of a row fusion.
+/// the root of a row fusion; a member of a sibling group.
 const CONSUMER: &str = "tessera.fuse_consumer";
 const ANCHOR: &str = "tessera.fuse_anchor";
 const INIT: &str = "tessera.fuse_init";
 const ROW_ROOT: &str = "tessera.fuse_rows";
+const SIBLING: &str = "tessera.fuse_sibling";
 
 /// The start of a schedule: the named sequence the interpreter runs, on `%root`.
 const SCHEDULE_HEAD: &str = "module attributes {transform.with_named_sequence} {\n  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n";
@@ -88,10 +92,13 @@ impl Stage for Fuse {
         if let Some(schedule) = row_schedule(env, &module) {
             apply_schedule(env, &mut module, &schedule, "of tessera-fuse", self.name())?;
         }
+        if let Some(schedule) = sibling_schedule(env, &module) {
+            apply_schedule(env, &mut module, &schedule, "of tessera-fuse", self.name())?;
+        }
         // Remove what fusion left without uses; merge the identical constants decomposition made.
         run_upstream(env, &mut module, "canonicalize,cse", self.name())?;
         walk(&module, |op| {
-            for marker in [CONSUMER, ANCHOR, INIT, ROW_ROOT] {
+            for marker in [CONSUMER, ANCHOR, INIT, ROW_ROOT, SIBLING] {
                 op.remove_attribute(marker);
             }
         });
@@ -228,6 +235,145 @@ fn row_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> Opti
     });
     schedule.push_str(SCHEDULE_TAIL);
     (count > 0).then_some(schedule)
+}
+
+/// A top-level reduction that may share a row loop with its siblings.
+struct Sibling {
+    op: mlir_sys::MlirOperation,
+    /// Its position among its function's top-level ops.
+    position: usize,
+    /// The function it is in.
+    function: usize,
+    rows: i64,
+    loop_count: usize,
+    /// The function parameters it reads.
+    arguments: Vec<usize>,
+    /// The position of its first user (of that user's top-level ancestor).
+    first_use: usize,
+}
+
+/// The top-level reductions of every function that read only function parameters, with a
+/// first loop that is parallel over two rows or more.
+fn sibling_candidates(module: &melior::ir::Module<'_>) -> Vec<Sibling> {
+    let mut candidates = Vec::new();
+    let mut positions = std::collections::HashMap::new();
+    let mut position = 0;
+    walk(module, |op| {
+        let Some(parent) = op.parent().filter(|p| p.name() == "func.func") else {
+            return;
+        };
+        position += 1;
+        positions.insert(op.raw().ptr as usize, position);
+        let reduces = op.name() == "linalg.generic"
+            && op
+                .attribute("iterator_types")
+                .is_some_and(|k| k.to_string().contains("reduction"));
+        let Some(op_loops) = loops(op).filter(|_| reduces && op.result_count() == 1) else {
+            return;
+        };
+        let Some(&(rows, false)) = op_loops.0.first() else {
+            return;
+        };
+        let inputs = op.operand_count() - 1;
+        let arguments: Vec<usize> = (0..inputs).filter_map(|i| op.operand_argument(i)).collect();
+        if rows >= 2 && arguments.len() == inputs {
+            candidates.push(Sibling {
+                op: op.raw(),
+                position,
+                function: parent.raw().ptr as usize,
+                rows,
+                loop_count: op_loops.0.len(),
+                arguments,
+                first_use: 0,
+            });
+        }
+    });
+    for candidate in &mut candidates {
+        candidate.first_use = WalkedOp::from_raw(candidate.op)
+            .uses()
+            .iter()
+            .filter_map(|(user, _)| {
+                let mut top = WalkedOp::from_raw(user.raw());
+                loop {
+                    if let Some(&at) = positions.get(&(top.raw().ptr as usize)) {
+                        return Some(at);
+                    }
+                    top = top.parent()?;
+                }
+            })
+            .min()
+            .unwrap_or(usize::MAX);
+    }
+    candidates
+}
+
+/// Multi-output fusion (XLA's sibling fusion): groups the top-level reductions of a function
+/// that read a common parameter over as many rows, marks them, and returns the schedule that
+/// tiles each by rows and fuses the row loops of a group into one loop with several results,
+/// or `None`. The fused loop takes the place of the group's last member, so a member joins
+/// only when all its uses come after that one.
+fn sibling_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> Option<String> {
+    let candidates = sibling_candidates(module);
+    let i64_type = IntegerType::new(env.context.context(), 64).into();
+    let any = "!transform.any_op";
+    let mut tiles = String::new();
+    let mut fusions = String::new();
+    let mut marked = 0;
+    let mut grouped = vec![false; candidates.len()];
+    for first in 0..candidates.len() {
+        let head = &candidates[first];
+        let mut members: Vec<usize> = (first..candidates.len())
+            .filter(|&i| {
+                let c = &candidates[i];
+                !grouped[i]
+                    && c.function == head.function
+                    && c.rows == head.rows
+                    && c.arguments.iter().any(|a| head.arguments.contains(a))
+            })
+            .collect();
+        let Some(&last) = members.last() else {
+            continue;
+        };
+        let end = candidates[last].position;
+        members.retain(|&i| i == last || candidates[i].first_use > end);
+        if members.len() < 2 {
+            continue;
+        }
+        let mut fused: Option<String> = None;
+        for &i in &members {
+            grouped[i] = true;
+            let candidate = &candidates[i];
+            WalkedOp::from_raw(candidate.op)
+                .set_attribute(SIBLING, IntegerAttribute::new(i64_type, marked).into());
+            let mut sizes = vec!["0".to_string(); candidate.loop_count];
+            // At least two row tiles: a one-iteration loop would fold away.
+            sizes[0] =
+                divisor_at_most(candidate.rows, ROW_TILE.min(candidate.rows / 2)).to_string();
+            let _ = writeln!(
+                tiles,
+                "    %s{marked} = transform.structured.match attributes {{{SIBLING} = {marked} : i64}} in %root : ({any}) -> {any}\n    %st{marked}, %sl{marked} = transform.structured.fuse %s{marked} {{tile_sizes = [{}]}} : ({any}) -> ({any}, {any})",
+                sizes.join(", ")
+            );
+            let loop_handle = format!("%sl{marked}");
+            fused = Some(match fused {
+                None => loop_handle,
+                Some(previous) => {
+                    let _ = writeln!(
+                        fusions,
+                        "    %sf{marked} = transform.loop.fuse_sibling {previous} into {loop_handle} : ({any}, {any}) -> {any}"
+                    );
+                    format!("%sf{marked}")
+                }
+            });
+            marked += 1;
+        }
+    }
+    // Each tiling makes its own bound constants; fuse_sibling needs the loops to share them.
+    (marked > 0).then(|| {
+        format!(
+            "{SCHEDULE_HEAD}{tiles}    %funcs = transform.structured.match ops{{[\"func.func\"]}} in %root : ({any}) -> {any}\n    transform.apply_cse to %funcs : {any}\n{fusions}{SCHEDULE_TAIL}"
+        )
+    })
 }
 
 /// How many rounds of copying shared producers (and fusing the copies) run at most.
