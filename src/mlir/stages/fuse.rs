@@ -12,8 +12,8 @@
 //!   the whole tensor per reduction. Row tiles are disjoint, and a root is fused only when no
 //!   matmul or reduction it pulls in has a user outside the loop, so nothing expensive is
 //!   computed twice.
-//! - Multi-output (sibling) fusion: top-level reductions of one function that read a common
-//!   parameter over as many rows are each tiled by rows, and their row loops fused into one
+//! - Multi-output (sibling) fusion: top-level generics (reductions or elementwise) of one
+//!   function that read a common parameter over as many rows are each tiled by rows, and their row loops fused into one
 //!   loop with several results (`transform.loop.fuse_sibling`), so the input is read once.
 //! - Epilogue fusion (tile-and-fuse): a matmul or convolution whose only user is an
 //!   elementwise op (bias, activation, residual) is computed inside that op's tiles: the
@@ -237,7 +237,7 @@ fn row_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> Opti
     (count > 0).then_some(schedule)
 }
 
-/// A top-level reduction that may share a row loop with its siblings.
+/// A top-level generic that may share a row loop with its siblings.
 struct Sibling {
     op: mlir_sys::MlirOperation,
     /// Its position among its function's top-level ops.
@@ -252,8 +252,8 @@ struct Sibling {
     first_use: usize,
 }
 
-/// The top-level reductions of every function that read only function parameters, with a
-/// first loop that is parallel over two rows or more.
+/// The top-level generics of every function that read only function parameters, with one
+/// result and a first loop that is parallel over two rows or more.
 fn sibling_candidates(module: &melior::ir::Module<'_>) -> Vec<Sibling> {
     let mut candidates = Vec::new();
     let mut positions = std::collections::HashMap::new();
@@ -264,11 +264,8 @@ fn sibling_candidates(module: &melior::ir::Module<'_>) -> Vec<Sibling> {
         };
         position += 1;
         positions.insert(op.raw().ptr as usize, position);
-        let reduces = op.name() == "linalg.generic"
-            && op
-                .attribute("iterator_types")
-                .is_some_and(|k| k.to_string().contains("reduction"));
-        let Some(op_loops) = loops(op).filter(|_| reduces && op.result_count() == 1) else {
+        let generic = op.name() == "linalg.generic";
+        let Some(op_loops) = loops(op).filter(|_| generic && op.result_count() == 1) else {
             return;
         };
         let Some(&(rows, false)) = op_loops.0.first() else {
@@ -307,7 +304,7 @@ fn sibling_candidates(module: &melior::ir::Module<'_>) -> Vec<Sibling> {
     candidates
 }
 
-/// Multi-output fusion (XLA's sibling fusion): groups the top-level reductions of a function
+/// Multi-output fusion (XLA's sibling fusion): groups the top-level generics of a function
 /// that read a common parameter over as many rows, marks them, and returns the schedule that
 /// tiles each by rows and fuses the row loops of a group into one loop with several results,
 /// or `None`. The fused loop takes the place of the group's last member, so a member joins
