@@ -237,15 +237,19 @@ impl FuncVerifier<'_> {
         if self.diags.len() != errors_before || sig.complete().is_none() {
             return None;
         }
+        // A value without a type and without an error here is the result of a call to a
+        // function whose signature is invalid, reported when signatures were read.
         let values = self
             .values
             .into_iter()
-            .map(|(name, ty, span)| ValueInfo {
-                name,
-                ty: ty.expect("no errors, so every value has a type"),
-                span,
+            .map(|(name, ty, span)| {
+                Some(ValueInfo {
+                    name,
+                    ty: ty?,
+                    span,
+                })
             })
-            .collect();
+            .collect::<Option<Vec<_>>>()?;
         Some(Func {
             name: func.name.text.clone(),
             params,
