@@ -39,6 +39,35 @@ impl DecomposeOp<'_> {
     pub fn attr(&self, name: &str) -> Option<Attribute> {
         self.schema.attr_value(self.attrs, name)
     }
+
+    /// Attribute `name` (the schema's default applied) as a number.
+    pub fn float(&self, name: &str) -> Result<f64, DecomposeError> {
+        self.attr(name)
+            .and_then(|a| a.as_f64())
+            .ok_or_else(|| self.missing(name, "a number"))
+    }
+
+    /// Attribute `name` (the schema's default applied) as an integer.
+    pub fn int(&self, name: &str) -> Result<i64, DecomposeError> {
+        self.attr(name)
+            .and_then(|a| a.as_int())
+            .ok_or_else(|| self.missing(name, "an integer"))
+    }
+
+    /// Attribute `name` (the schema's default applied) as a boolean.
+    pub fn boolean(&self, name: &str) -> Result<bool, DecomposeError> {
+        self.attr(name)
+            .and_then(|a| a.as_bool())
+            .ok_or_else(|| self.missing(name, "a boolean"))
+    }
+
+    /// The error for attribute `name`, absent or not `kind`, with no default.
+    fn missing(&self, name: &str, kind: &str) -> DecomposeError {
+        DecomposeError {
+            op: format!("{}.{}", self.schema.dialect, self.schema.name),
+            message: format!("attribute '{name}' is not {kind} and has no default"),
+        }
+    }
 }
 
 /// An op that is a composition of others.

@@ -83,10 +83,13 @@ impl Ops<'_, '_> {
     }
 }
 
-/// The op's `axis` attribute, normalized for a rank-`rank` operand.
-fn axis(op: &DecomposeOp<'_>, rank: usize) -> usize {
-    let axis = op.attr("axis").and_then(|a| a.as_int()).unwrap_or(-1);
-    normalize_axis(axis, rank).unwrap_or(0)
+/// The op's `axis` attribute (its default applied), normalized for a rank-`rank` operand.
+fn axis(op: &DecomposeOp<'_>, rank: usize) -> Result<usize, DecomposeError> {
+    let axis = op.int("axis")?;
+    normalize_axis(axis, rank).ok_or_else(|| DecomposeError {
+        op: format!("{}.{}", op.schema.dialect, op.schema.name),
+        message: format!("axis {axis} is out of range for rank {rank}"),
+    })
 }
 
 impl Decompose for Dense {
@@ -171,14 +174,14 @@ impl Decompose for Activation {
                 ops.binary(&MUL, half_x, factor)?
             }
             ActivationKind::Softmax => {
-                let axis = axis(op, rank);
+                let axis = axis(op, rank)?;
                 let shifted = ops.shifted(x, axis)?;
                 let exp = ops.unary(&EXP, shifted)?;
                 let sum = ops.reduce(&REDUCE_SUM, exp, &[axis])?;
                 ops.binary(&DIV, exp, sum)?
             }
             ActivationKind::LogSoftmax => {
-                let axis = axis(op, rank);
+                let axis = axis(op, rank)?;
                 let shifted = ops.shifted(x, axis)?;
                 let exp = ops.unary(&EXP, shifted)?;
                 let sum = ops.reduce(&REDUCE_SUM, exp, &[axis])?;
@@ -203,11 +206,8 @@ impl Decompose for LayerNorm {
         let mut ops = Ops { b };
         let (x, gamma, beta) = (op.operands[0], op.operands[1], op.operands[2]);
         let rank = ops.b.ty(x).rank();
-        let axes: Vec<usize> = (axis(op, rank)..rank).collect();
-        let epsilon = op
-            .attr("epsilon")
-            .and_then(|e| e.as_f64())
-            .unwrap_or(1.0e-5);
+        let axes: Vec<usize> = (axis(op, rank)?..rank).collect();
+        let epsilon = op.float("epsilon")?;
         let element = ops.element(x);
         let mean = ops.reduce(&REDUCE_MEAN, x, &axes)?;
         let centered = ops.binary(&SUB, x, mean)?;
@@ -234,10 +234,7 @@ impl Decompose for BatchNorm {
     ) -> Result<Vec<ValueId>, DecomposeError> {
         let mut ops = Ops { b };
         let [x, scale, offset, mean, variance] = [0, 1, 2, 3, 4].map(|i| op.operands[i]);
-        let epsilon = op
-            .attr("epsilon")
-            .and_then(|e| e.as_f64())
-            .unwrap_or(1.0e-3);
+        let epsilon = op.float("epsilon")?;
         let eps = ops.scalar(ops.element(x), epsilon)?;
         let shifted = ops.binary(&ADD, variance, eps)?;
         let inverse = ops.unary(&RSQRT, shifted)?;
@@ -284,7 +281,7 @@ impl Decompose for Attention {
             .unwrap_or(1.0 / (d as f64).sqrt());
         let scale = ops.scalar(q_ty.element, scale)?;
         let mut scaled = ops.binary(&MUL, scores, scale)?;
-        if op.attr("causal").and_then(|c| c.as_bool()).unwrap_or(false) {
+        if op.boolean("causal")? {
             // 0 where key j <= query i, -inf after (top-left aligned).
             let mask: Vec<Scalar> = (0..lq)
                 .flat_map(|i| {
