@@ -105,6 +105,14 @@ impl Pipeline {
         Pipeline { elements }
     }
 
+    /// The pipeline for a program that is MLIR already: without the stages that take the
+    /// tessera graph (a preset's conversion).
+    pub fn without_graph_stages(mut self) -> Pipeline {
+        self.elements
+            .retain(|e| !matches!(e, Element::Stage(stage, _) if stage.takes_graph()));
+        self
+    }
+
     /// Sets option `key` to `value` on every step that is the stage `name`.
     pub fn set_option(&mut self, name: &str, key: &str, value: &str) {
         for element in &mut self.elements {

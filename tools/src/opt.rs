@@ -203,7 +203,17 @@ pub fn run_opt(args: &OptArgs, stderr: &mut dyn Write) -> ExitCode {
     if args.list_passes {
         return write_output(args, &list_passes(), stderr);
     }
+    let format =
+        args.input_format
+            .unwrap_or(match args.input.as_deref().and_then(Path::extension) {
+                Some(extension) if extension == "mlir" => InputFormat::Mlir,
+                _ => InputFormat::Tsr,
+            });
     let pipeline = match chosen_pipeline(args) {
+        // A preset on MLIR input starts where MLIR does: after the graph's stages.
+        Ok(Some(preset)) if format == InputFormat::Mlir && args.pass_pipeline.is_none() => {
+            Some(preset.without_graph_stages())
+        }
         Ok(pipeline) => pipeline,
         Err(message) => return usage(stderr, &message),
     };
@@ -228,11 +238,6 @@ pub fn run_opt(args: &OptArgs, stderr: &mut dyn Write) -> ExitCode {
         let _ = write!(stderr, "{}", diag.render(&file));
         return ExitCode::FAILURE;
     }
-    let format = args.input_format.unwrap_or(if name.ends_with(".mlir") {
-        InputFormat::Mlir
-    } else {
-        InputFormat::Tsr
-    });
     let whole = 0..file.text().len();
     let chunks = if args.split_input_file {
         split_chunks(file.text())

@@ -17,6 +17,10 @@ impl Stage for ConvertToLinalg {
         "Convert the tessera graph to MLIR func/tensor/linalg/arith/math (decomposing first)."
     }
 
+    fn takes_graph(&self) -> bool {
+        true
+    }
+
     fn run<'c>(
         &self,
         program: Program<'c>,

@@ -17,6 +17,10 @@ impl Stage for DecomposeStage {
         "Replace ops that are compositions (most of nn) by array ops. Input: a tessera graph."
     }
 
+    fn takes_graph(&self) -> bool {
+        true
+    }
+
     fn run<'c>(
         &self,
         program: Program<'c>,

@@ -94,6 +94,10 @@ pub trait Stage: Sync {
     fn options(&self) -> &'static [StageOption] {
         &[]
     }
+    /// Whether it runs on the tessera graph (before the conversion to MLIR).
+    fn takes_graph(&self) -> bool {
+        false
+    }
     /// Transforms `program`.
     fn run<'c>(
         &self,
