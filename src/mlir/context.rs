@@ -12,6 +12,11 @@ use std::fmt;
 use std::rc::Rc;
 use std::sync::Once;
 
+extern "C" {
+    /// Registers `math-polynomial-approximation` (src/mlir/cxx/polynomial_approximation.cpp).
+    fn tesseraRegisterPolynomialApproximationPass();
+}
+
 /// A diagnostic MLIR emitted, with its location as MLIR prints it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MlirDiagnostic {
@@ -39,7 +44,12 @@ impl MlirContext {
     /// A context with all upstream dialects loaded and a handler collecting diagnostics.
     pub fn new() -> MlirContext {
         static PASSES: Once = Once::new();
-        PASSES.call_once(register_all_passes);
+        PASSES.call_once(|| {
+            register_all_passes();
+            // SAFETY: registration only adds to MLIR's global pass registry; `Once` keeps it
+            // to one call, before any pipeline is parsed.
+            unsafe { tesseraRegisterPolynomialApproximationPass() };
+        });
         let context = Context::new();
         let registry = DialectRegistry::new();
         register_all_dialects(&registry);

@@ -1,8 +1,10 @@
 //! `tessera-lower-to-llvm`: loops, vectors, math and memrefs to the LLVM dialect. Allocation
 //! goes through `_mlir_memref_to_llvm_alloc`/`_free` (generic functions) so the host can count
-//! it; math without an LLVM intrinsic (`tanh`, `erf`) calls libm. Code is generated for the
-//! host CPU unless `cpu=` and `features=` name another (set on every function, which LLVM's
-//! code generator honours). Precondition: bufferized MLIR.
+//! it. Transcendental math on f32 (`tanh`, `erf`, `exp`, `log`, ...) becomes polynomial
+//! arithmetic, which vectorizes (`math=libm` calls libm instead, one lane at a time); vector
+//! sums may be reassociated into tree reductions. Code is generated for the host CPU unless
+//! `cpu=` and `features=` name another (set on every function, which LLVM's code generator
+//! honours). Precondition: bufferized MLIR.
 
 use crate::diag::Diagnostic;
 use crate::mlir::stages::{
@@ -15,11 +17,19 @@ use melior::ir::Attribute;
 /// Lowering to the LLVM dialect as a stage.
 pub struct LowerToLlvm;
 
-/// The upstream passes the stage runs (libm before vector-to-llvm, as it must be).
-pub const PASSES: &str = "scf-forall-to-for,convert-linalg-to-loops,convert-vector-to-scf,expand-strided-metadata,lower-affine,\
-                          convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,convert-vector-to-llvm,\
-                          convert-arith-to-llvm,convert-index-to-llvm,finalize-memref-to-llvm{use-generic-functions},\
-                          convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts";
+/// The upstream passes the stage runs before math is lowered.
+const STRUCTURE: &str = "scf-forall-to-for,convert-linalg-to-loops,convert-vector-to-scf,\
+                         expand-strided-metadata,lower-affine";
+
+/// The pass that approximates math with polynomials (`math=approximate`).
+const APPROXIMATE: &str = "math-polynomial-approximation";
+
+/// The upstream passes that finish the lowering (libm before vector-to-llvm, as it must be;
+/// vector sums reassociated into tree reductions).
+const REST: &str = "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,\
+                    convert-vector-to-llvm{reassociate-fp-reductions},convert-arith-to-llvm,\
+                    convert-index-to-llvm,finalize-memref-to-llvm{use-generic-functions},\
+                    convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts";
 
 impl Stage for LowerToLlvm {
     fn name(&self) -> &'static str {
@@ -33,7 +43,8 @@ impl Stage for LowerToLlvm {
     fn options(&self) -> &'static [StageOption] {
         &[
             StageOption { name: "cpu", doc: "the CPU to generate code for (an LLVM CPU name such as haswell); default: the host" },
-            StageOption { name: "features", doc: "CPU features, LLVM style (+avx2,+fma,-avx512f); default: the host's" },
+            StageOption { name: "features", doc: "CPU features, LLVM style (+avx2,+fma,-avx512f); default: the named CPU's own, else the host's" },
+            StageOption { name: "math", doc: "approximate (default: f32 tanh, erf, exp, log, ... as polynomials, which vectorize) or libm (calls, one lane at a time)" },
         ]
     }
 
@@ -44,14 +55,26 @@ impl Stage for LowerToLlvm {
         options: &StageOptions,
     ) -> Result<Program<'c>, Vec<Diagnostic>> {
         let mut module = expect_mlir(program, self.name())?;
-        run_upstream(env, &mut module, PASSES, self.name())?;
+        let passes = match options.0.get("math").map(String::as_str) {
+            None | Some("approximate") => format!("{STRUCTURE},{APPROXIMATE},{REST}"),
+            Some("libm") => format!("{STRUCTURE},{REST}"),
+            Some(other) => {
+                return Err(stage_error(
+                    self.name(),
+                    format!("option 'math' must be 'approximate' or 'libm', but is '{other}'"),
+                ))
+            }
+        };
+        run_upstream(env, &mut module, &passes, self.name())?;
         let ctx = env.context.context();
         let cpu: Option<Attribute> = options
             .0
             .get("cpu")
             .map(|cpu| StringAttribute::new(ctx, cpu).into());
-        let features = match options.0.get("features") {
-            Some(list) => {
+        // A CPU named without features gets its own (an empty list): the code generator would
+        // otherwise add the host's, and code for an older CPU could use instructions it lacks.
+        let features = match (options.0.get("features"), cpu) {
+            (Some(list), _) => {
                 let quoted: Vec<String> = list
                     .split(',')
                     .map(|f| format!("\"{}\"", f.trim()))
@@ -61,7 +84,8 @@ impl Stage for LowerToLlvm {
                     stage_error(self.name(), format!("invalid features '{list}'"))
                 })?)
             }
-            None => None,
+            (None, Some(_)) => Attribute::parse(ctx, "#llvm.target_features<[]>"),
+            (None, None) => None,
         };
         walk(&module, |op| {
             if op.name() == "llvm.func" {

@@ -7,8 +7,9 @@
 use crate::diag::Diagnostic;
 use crate::mlir::schedule::apply_schedule;
 use crate::mlir::stages::tile::VECTORIZE;
-use crate::mlir::stages::{expect_mlir, Program, Stage, StageEnv, StageOptions};
+use crate::mlir::stages::{expect_mlir, stage_error, Program, Stage, StageEnv, StageOptions};
 use crate::mlir::walk::walk;
+use melior::ir::Attribute;
 
 /// Vectorization as a stage.
 pub struct Vectorize;
@@ -39,6 +40,11 @@ const SCHEDULE: &str = r#"module attributes {transform.with_named_sequence} {
     }
     %funcs = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %funcs {
+      transform.apply_patterns.vector.reduction_to_contract
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.apply_patterns to %funcs {
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
       transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerreduction"
       transform.apply_patterns.vector.lower_outerproduct
@@ -52,6 +58,32 @@ const SCHEDULE: &str = r#"module attributes {transform.with_named_sequence} {
   }
 }
 "#;
+
+/// The floating-point ops LLVM may contract into fused multiply-adds once they carry the
+/// `contract` fast-math flag: a multiply feeding an add or subtract (in vector code and in
+/// scalar loops alike) becomes one FMA instruction, rounded once.
+const CONTRACTIBLE: [&str; 4] = ["arith.mulf", "arith.addf", "arith.subf", "arith.negf"];
+
+/// The name of arith's fast-math flags attribute.
+const FASTMATH: &str = "fastmath";
+
+/// `existing` fast-math flags (printed, or none) with `contract` added.
+fn with_contract(existing: Option<&str>) -> String {
+    let flags = existing
+        .and_then(|text| text.strip_prefix("#arith.fastmath<"))
+        .and_then(|text| text.strip_suffix('>'))
+        .unwrap_or("none");
+    match flags {
+        "none" => "#arith.fastmath<contract>".to_string(),
+        _ if flags
+            .split(',')
+            .any(|f| matches!(f.trim(), "contract" | "fast")) =>
+        {
+            format!("#arith.fastmath<{flags}>")
+        }
+        _ => format!("#arith.fastmath<{flags},contract>"),
+    }
+}
 
 impl Stage for Vectorize {
     fn name(&self) -> &'static str {
@@ -76,7 +108,47 @@ impl Stage for Vectorize {
             "of tessera-vectorize",
             self.name(),
         )?;
-        walk(&module, |op| op.remove_attribute(VECTORIZE));
+        let ctx = env.context.context();
+        let mut invalid = None;
+        walk(&module, |op| {
+            op.remove_attribute(VECTORIZE);
+            if CONTRACTIBLE.contains(&op.name().as_str()) {
+                let existing = op.attribute(FASTMATH).map(|flags| flags.to_string());
+                let flags = with_contract(existing.as_deref());
+                match Attribute::parse(ctx, &flags) {
+                    Some(flags) => op.set_attribute(FASTMATH, flags),
+                    None => invalid = Some(flags),
+                }
+            }
+        });
+        if let Some(flags) = invalid {
+            return Err(stage_error(
+                self.name(),
+                format!("cannot build the fast-math flags {flags}"),
+            ));
+        }
         Ok(Program::Mlir(module))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_contract;
+
+    #[test]
+    fn contract_joins_existing_flags() {
+        assert_eq!(with_contract(None), "#arith.fastmath<contract>");
+        assert_eq!(
+            with_contract(Some("#arith.fastmath<none>")),
+            "#arith.fastmath<contract>"
+        );
+        assert_eq!(
+            with_contract(Some("#arith.fastmath<nnan,ninf>")),
+            "#arith.fastmath<nnan,ninf,contract>"
+        );
+        assert_eq!(
+            with_contract(Some("#arith.fastmath<fast>")),
+            "#arith.fastmath<fast>"
+        );
     }
 }
