@@ -148,6 +148,11 @@ pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64]) -> Vec<i64> {
     let reduces = loops.0.iter().any(|(_, r)| *r);
     let last_parallel = loops.0.iter().rposition(|(_, r)| !r);
     let last_reduction = loops.0.iter().rposition(|(_, r)| *r);
+    // A reduction whose innermost non-unit loop is parallel (a column sum) keeps vector
+    // accumulators across it and steps its reductions one by one; lanes along a reduced axis
+    // that is not innermost would be strided, one element each.
+    let innermost = loops.0.iter().rposition(|&(extent, _)| extent > 1);
+    let across = reduces && innermost.is_some_and(|i| !loops.0[i].1);
     loops
         .0
         .iter()
@@ -171,7 +176,10 @@ pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64]) -> Vec<i64> {
                 (true, true) => 1,
                 (true, false) if Some(i) == last_parallel => width(16),
                 (true, false) if Some(i + 1) == last_parallel => width(4),
-                // Reductions: one row at a time, 16 lanes along the innermost reduction.
+                // Reductions: one row at a time, 16 lanes along the innermost reduction, or
+                // along the innermost loop when it is parallel.
+                (false, _) if across && Some(i) == innermost => width(16),
+                (false, _) if across => 1,
                 (false, true) if Some(i) == last_reduction => width(16),
                 (false, true) => 1,
                 (false, false) if !reduces && Some(i) == last_parallel => width(16),
@@ -239,6 +247,11 @@ mod tests {
         assert_eq!(
             choose_vector("linalg.generic", &reduction, &[64, 0]),
             [1, 10]
+        );
+        let columns = Loops(vec![(64, true), (32, false), (1, false)]);
+        assert_eq!(
+            choose_vector("linalg.generic", &columns, &[0, 32, 1]),
+            [1, 16, 1]
         );
         let elementwise = Loops(vec![(64, false), (256, false)]);
         assert_eq!(

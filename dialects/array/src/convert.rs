@@ -472,11 +472,11 @@ impl ConvertToMlir for Reduce {
         };
         let e = &op.emit;
         let init = e.fill(result, identity_value.value(result.element))?;
-        let (out_map, iterators) = reduction_maps(x.rank(), &axes, keepdims);
+        let (in_map, out_map, iterators) = reduction_maps(x.rank(), &axes, keepdims);
         let sums = e.generic(
             &[Indexed {
                 value: op.operands[0],
-                map: identity(x.rank()),
+                map: in_map,
             }],
             &[(
                 Indexed {
@@ -500,37 +500,34 @@ impl ConvertToMlir for Reduce {
     }
 }
 
-/// The output map and iterators of a reduction of a rank-`rank` input over `axes`. With
-/// `keepdims`, each kept (size-1) output dimension gets a loop of its own after the input's,
-/// parallel with extent 1, so the output map stays a projected permutation (as tiling and
-/// fusion need) instead of naming the constant 0.
+/// The input map, output map and iterators of a reduction of a rank-`rank` input over `axes`.
+/// With `keepdims`, each kept (size-1) output dimension gets a loop of its own, parallel with
+/// extent 1, right before its reduced axis' loop: the output map stays a projected
+/// permutation (as tiling and fusion need) instead of naming the constant 0, and the input's
+/// last axis stays the innermost loop (a unit loop there would leave vectors of one lane).
 fn reduction_maps(
     rank: usize,
     axes: &[usize],
     keepdims: bool,
-) -> (Vec<MapExpr>, Vec<IteratorKind>) {
-    let mut kept = 0;
-    let out_map = (0..rank)
-        .filter_map(|d| match (axes.contains(&d), keepdims) {
-            (false, _) => Some(MapExpr::Dim(d)),
-            (true, true) => {
-                kept += 1;
-                Some(MapExpr::Dim(rank + kept - 1))
-            }
-            (true, false) => None,
-        })
-        .collect();
-    let iterators = (0..rank)
-        .map(|d| {
-            if axes.contains(&d) {
-                IteratorKind::Reduction
-            } else {
-                IteratorKind::Parallel
-            }
-        })
-        .chain(std::iter::repeat_n(IteratorKind::Parallel, kept))
-        .collect();
-    (out_map, iterators)
+) -> (Vec<MapExpr>, Vec<MapExpr>, Vec<IteratorKind>) {
+    let mut iterators = Vec::new();
+    let mut in_map = Vec::new();
+    let mut out_map = Vec::new();
+    for d in 0..rank {
+        if !axes.contains(&d) {
+            out_map.push(MapExpr::Dim(iterators.len()));
+            in_map.push(MapExpr::Dim(iterators.len()));
+            iterators.push(IteratorKind::Parallel);
+            continue;
+        }
+        if keepdims {
+            out_map.push(MapExpr::Dim(iterators.len()));
+            iterators.push(IteratorKind::Parallel);
+        }
+        in_map.push(MapExpr::Dim(iterators.len()));
+        iterators.push(IteratorKind::Reduction);
+    }
+    (in_map, out_map, iterators)
 }
 
 impl ConvertToMlir for Argmax {
@@ -550,13 +547,13 @@ impl ConvertToMlir for Argmax {
         let e = &op.emit;
         let best = e.fill(&best_ty, ReductionIdentity::Lowest.value(x.element))?;
         let index = e.fill(result, 0.0)?;
-        let (out_map, iterators) = reduction_maps(x.rank(), &[axis], false);
+        let (in_map, out_map, iterators) = reduction_maps(x.rank(), &[axis], false);
         let float = x.element.is_float();
         let context = e.context;
         let results = e.generic(
             &[Indexed {
                 value: op.operands[0],
-                map: identity(x.rank()),
+                map: in_map,
             }],
             &[
                 (
