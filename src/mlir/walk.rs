@@ -116,21 +116,86 @@ impl<'c> WalkedOp<'c> {
         }
     }
 
-    /// Whether two operands are the same value, or an operand is a block argument: for a
-    /// `func.return`, whether results alias each other or a parameter.
-    pub fn has_aliased_operands(&self) -> bool {
+    /// The operands that are a block argument or the same value as an earlier operand: for a
+    /// `func.return`, the results that alias a parameter or another result.
+    pub fn aliased_operands(&self) -> Vec<usize> {
         // SAFETY: as in `name`; values are read, not changed.
         unsafe {
             let operands: Vec<mlir_sys::MlirValue> =
                 (0..mlir_sys::mlirOperationGetNumOperands(self.raw))
                     .map(|i| mlir_sys::mlirOperationGetOperand(self.raw, i))
                     .collect();
-            operands.iter().enumerate().any(|(i, &v)| {
-                mlir_sys::mlirValueIsABlockArgument(v)
-                    || operands[..i]
-                        .iter()
-                        .any(|&w| mlir_sys::mlirValueEqual(v, w))
-            })
+            (0..operands.len())
+                .filter(|&i| {
+                    let v = operands[i];
+                    mlir_sys::mlirValueIsABlockArgument(v)
+                        || operands[..i]
+                            .iter()
+                            .any(|&w| mlir_sys::mlirValueEqual(v, w))
+                })
+                .collect()
+        }
+    }
+
+    /// Sets attribute `name` to `value` on every argument of this `func.func`.
+    pub fn set_argument_attributes(&self, name: &str, value: Attribute<'c>) {
+        // SAFETY: as in `name`; `mlirFuncSetArgAttr` updates the function's argument attribute
+        // dictionaries (attributes are owned by the context); the position is in range.
+        unsafe {
+            let region = mlir_sys::mlirOperationGetRegion(self.raw, 0);
+            let entry = mlir_sys::mlirRegionGetFirstBlock(region);
+            if entry.ptr.is_null() {
+                return;
+            }
+            for position in 0..mlir_sys::mlirBlockGetNumArguments(entry) {
+                mlir_sys::mlirFuncSetArgAttr(
+                    self.raw,
+                    position,
+                    StringRef::new(name).to_raw(),
+                    value.to_raw(),
+                );
+            }
+        }
+    }
+
+    /// Replaces operand `index` (a ranked tensor) by a copy of it in a new tensor, made right
+    /// before this operation by `bufferization.alloc_tensor() copy(...)`, which bufferizes to
+    /// its own buffer. Call it outside a walk: it changes the IR.
+    pub fn copy_operand(&self, index: usize) {
+        // SAFETY: the new operation is built from a state that lives across the calls, with
+        // the operand's value and type and this operation's location; its segment sizes
+        // attribute is parsed in this operation's context. The block takes ownership of it
+        // when it is inserted before this operation, which then uses its result.
+        unsafe {
+            let value = mlir_sys::mlirOperationGetOperand(self.raw, index as isize);
+            let ty = mlir_sys::mlirValueGetType(value);
+            let context = mlir_sys::mlirOperationGetContext(self.raw);
+            let mut state = mlir_sys::mlirOperationStateGet(
+                StringRef::new("bufferization.alloc_tensor").to_raw(),
+                mlir_sys::mlirOperationGetLocation(self.raw),
+            );
+            mlir_sys::mlirOperationStateAddOperands(&mut state, 1, &value);
+            mlir_sys::mlirOperationStateAddResults(&mut state, 1, &ty);
+            let segments = mlir_sys::mlirAttributeParseGet(
+                context,
+                StringRef::new("array<i32: 0, 1, 0>").to_raw(),
+            );
+            let named = mlir_sys::mlirNamedAttributeGet(
+                mlir_sys::mlirIdentifierGet(
+                    context,
+                    StringRef::new("operandSegmentSizes").to_raw(),
+                ),
+                segments,
+            );
+            mlir_sys::mlirOperationStateAddAttributes(&mut state, 1, &named);
+            let copy = mlir_sys::mlirOperationCreate(&mut state);
+            let block = mlir_sys::mlirOperationGetBlock(self.raw);
+            mlir_sys::mlirBlockInsertOwnedOperationBefore(block, self.raw, copy);
+            mlir_sys::mlirOperationSetOperand(
+                self.raw,
+                index as isize,
+                mlir_sys::mlirOperationGetResult(copy, 0),
+            );
         }
     }
 

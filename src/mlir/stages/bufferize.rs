@@ -1,12 +1,12 @@
 //! `tessera-bufferize`: one-shot bufferization across function boundaries with identity
 //! layouts (compiled functions take plain strided memrefs); results become caller-owned
-//! out-parameters (no allocation for them); temporaries are freed.
-//! Precondition: MLIR on tensors.
+//! out-parameters (the buffer computing a result is the out-parameter: no allocation, no
+//! copy); temporaries are freed. Precondition: MLIR on tensors.
 
 use crate::diag::Diagnostic;
 use crate::mlir::stages::{expect_mlir, run_upstream, Program, Stage, StageEnv, StageOptions};
 use crate::mlir::walk::{walk, WalkedOp};
-use melior::ir::attribute::{FlatSymbolRefAttribute, StringAttribute};
+use melior::ir::attribute::{BoolAttribute, FlatSymbolRefAttribute, StringAttribute};
 use melior::ir::BlockLike;
 use std::collections::{HashMap, HashSet};
 
@@ -17,12 +17,11 @@ pub struct Bufferize;
 const BUFFERIZE: &str = "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}";
 
 /// Results as out-parameters, the buffer computing each result being the out-parameter itself
-/// (no copy) ...
-const OUT_PARAMS_IN_PLACE: &str = "buffer-results-to-out-params{hoist-static-allocs}";
-
-/// ... unless a result is a parameter or another result: MLIR 19 crashes hoisting those, so
-/// then every result is copied into its out-parameter.
-const OUT_PARAMS_COPIED: &str = "buffer-results-to-out-params";
+/// (no copy). MLIR 19 crashes hoisting a result that is a parameter or another result: those
+/// are copied into a tensor of their own first (`copy_aliased_results`), and parameters are
+/// not writable (`bufferization.writable = false`: an op writing into one writes into a copy),
+/// which also keeps the caller's inputs intact.
+const OUT_PARAMS: &str = "buffer-results-to-out-params{hoist-static-allocs}";
 
 /// Freeing temporaries.
 const DEALLOCATE: &str = "buffer-deallocation-pipeline,convert-bufferization-to-memref";
@@ -43,20 +42,41 @@ impl Stage for Bufferize {
         _: &StageOptions,
     ) -> Result<Program<'c>, Vec<Diagnostic>> {
         let mut module = expect_mlir(program, self.name())?;
+        let ctx = env.context.context();
+        walk(&module, |op| {
+            if op.name() == "func.func" {
+                op.set_argument_attributes(
+                    "bufferization.writable",
+                    BoolAttribute::new(ctx, false).into(),
+                );
+            }
+        });
+        copy_aliased_results(&module);
         run_upstream(env, &mut module, BUFFERIZE, self.name())?;
         number_globals(env.context.context(), &module);
-        let mut aliased = false;
-        walk(&module, |op| {
-            aliased |= op.name() == "func.return" && op.has_aliased_operands()
-        });
-        let out_params = if aliased {
-            OUT_PARAMS_COPIED
-        } else {
-            OUT_PARAMS_IN_PLACE
-        };
-        run_upstream(env, &mut module, out_params, self.name())?;
+        run_upstream(env, &mut module, OUT_PARAMS, self.name())?;
         run_upstream(env, &mut module, DEALLOCATE, self.name())?;
         Ok(Program::Mlir(module))
+    }
+}
+
+/// Gives each function result that is a parameter, or the same value as an earlier result,
+/// a tensor of its own (a copy), so that every result can be computed in its out-parameter.
+fn copy_aliased_results(module: &melior::ir::Module<'_>) {
+    let mut returns = Vec::new();
+    walk(module, |op| {
+        if op.name() == "func.return" {
+            let aliased = op.aliased_operands();
+            if !aliased.is_empty() {
+                returns.push((op.raw(), aliased));
+            }
+        }
+    });
+    for (op, aliased) in returns {
+        let op = WalkedOp::from_raw(op);
+        for index in aliased {
+            op.copy_operand(index);
+        }
     }
 }
 
