@@ -30,8 +30,20 @@ use tessera::source::{SourceFile, Span};
     version,
     about = "Read a tessera model (.tsr) or MLIR (.mlir), verify it, run a pipeline, print the result.",
     after_help = "\
+Stages (tessera's own passes; --list-passes shows their options and every upstream pass):
+  tessera-decompose          nn layers that are compositions become array ops (on the graph)
+  tessera-convert-to-linalg  the graph becomes MLIR func/tensor/linalg/arith/math
+  tessera-fuse               loop, input, epilogue, row and multi-output fusion
+  tessera-tile               cache and register tiles (sizes from the strategy, or pinned)
+  tessera-vectorize          register tiles become vector code; contractions become FMAs
+  tessera-apply-schedule     a transform-dialect schedule from a file
+  tessera-bufferize          buffers across functions; results as out-parameters; frees
+  tessera-lower-to-llvm      the LLVM dialect for the host CPU (or cpu=, features=); f32
+                             transcendentals as polynomials (math=libm: libm calls)
+
 Without -O or --pass-pipeline nothing is lowered: the model prints in canonical form, or
-with --emit=mlir as the conversion leaves it. Presets (tessera stages, in order):
+with --emit=mlir as the conversion leaves it. Presets (tessera stages, in order; on MLIR
+input they start after the conversion):
   -O0  tessera-convert-to-linalg, tessera-bufferize, tessera-lower-to-llvm: op by op,
        every intermediate materialized (the standard-execution baseline)
   -O1  adds tessera-fuse (elementwise chains and producers of reductions in one loop nest)
@@ -121,7 +133,7 @@ pub struct OptArgs {
     /// others did not (`--fusion-report` text, or `--fusion-report=json`); runs the pipeline
     /// up to its fusion stage.
     #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "text", require_equals = true)]
-    pub fusion_report: Option<TimingFormat>,
+    pub fusion_report: Option<ReportFormat>,
     /// What to print: `tsr` (the canonical model), `mlir`, `llvm-ir`, or `obj` (needs -o).
     /// By default: `tsr`, or `mlir` when a pipeline runs or the input is MLIR.
     #[arg(long, value_enum)]
@@ -150,6 +162,17 @@ pub enum TimingFormat {
     /// A table, as MLIR's `--mlir-timing`.
     Text,
     /// `{"total_ms": ..., "steps": [{"name": ..., "ms": ...}]}`.
+    Json,
+}
+
+/// How the fusion report is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// Per function: each kernel with its ops (`.tsr` line, value name), then every op left
+    /// unfused with the reason.
+    Text,
+    /// The same as JSON: `{"functions": [{"name": ..., "kernels": [...], "ops": [...]}]}`, each
+    /// op with `fused` and, when not, a `reason`.
     Json,
 }
 
@@ -408,7 +431,7 @@ fn fusion_report_of(
     file: &SourceFile,
     program: Program<'_>,
     pipeline: Option<&Pipeline>,
-    format: TimingFormat,
+    format: ReportFormat,
     stderr: &mut dyn Write,
 ) -> Result<String, Vec<Diagnostic>> {
     let failure = |message: &str| vec![Diagnostic::error(Span::at(0), message.to_string())];
@@ -443,8 +466,8 @@ fn fusion_report_of(
         last_fuse.is_some(),
     );
     Ok(match format {
-        TimingFormat::Text => report_text(&reports),
-        TimingFormat::Json => report_json(&reports),
+        ReportFormat::Text => report_text(&reports),
+        ReportFormat::Json => report_json(&reports),
     })
 }
 

@@ -37,7 +37,7 @@ impl Stage for LowerToLlvm {
     }
 
     fn summary(&self) -> &'static str {
-        "Lower loops, vectors, math and memrefs to the LLVM dialect. Input: bufferized MLIR."
+        "Lower loops, vectors, math (f32 as polynomials) and memrefs to the LLVM dialect. Input: bufferized MLIR."
     }
 
     fn options(&self) -> &'static [StageOption] {

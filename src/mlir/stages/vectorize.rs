@@ -91,7 +91,7 @@ impl Stage for Vectorize {
     }
 
     fn summary(&self) -> &'static str {
-        "Vectorize linalg ops with static shapes. Input: linalg on tensors, tiled."
+        "Vectorize register tiles; contractions become FMAs. Input: linalg on tensors, tiled."
     }
 
     fn run<'c>(
