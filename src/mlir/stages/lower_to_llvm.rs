@@ -17,8 +17,11 @@ use melior::ir::Attribute;
 /// Lowering to the LLVM dialect as a stage.
 pub struct LowerToLlvm;
 
-/// The upstream passes the stage runs before math is lowered.
-const STRUCTURE: &str = "scf-forall-to-for,convert-linalg-to-loops,convert-vector-to-scf,\
+/// The upstream passes the stage runs before math is lowered. Vector transfers that are not
+/// a plain row are unrolled (`full-unroll`): lowered through a temporary instead, they put an
+/// `alloca` inside the loop nest, and the stack grew with every iteration until it overflowed.
+const STRUCTURE: &str =
+    "scf-forall-to-for,convert-linalg-to-loops,convert-vector-to-scf{full-unroll},\
                          expand-strided-metadata,lower-affine";
 
 /// The pass that approximates math with polynomials (`math=approximate`).
