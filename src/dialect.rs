@@ -12,6 +12,9 @@ use crate::types::TensorType;
 use std::collections::BTreeMap;
 use std::fmt;
 
+/// An op's attributes as written, by key.
+pub type Attrs = BTreeMap<String, Attribute>;
+
 /// One op of a dialect: its schema and its shape/type rule.
 pub trait OpDef: Evaluate + Sync + 'static {
     /// Name, operands, attributes and documentation.
@@ -25,6 +28,14 @@ pub trait OpDef: Evaluate + Sync + 'static {
     /// it converts to MLIR directly). Every op has exactly one of the two; a test checks it.
     fn decomposition(&self) -> Option<&dyn Decompose> {
         None
+    }
+
+    /// The arithmetic operations one execution performs, counted on its operand and result
+    /// types and its attributes as written (a multiply-add is two; exp, tanh, compares and
+    /// casts are one per element; moving data is none), for GFLOP/s figures. Ops that
+    /// decompose count 0: count on the decomposed graph.
+    fn flops(&self, _operands: &[&TensorType], _results: &[&TensorType], _attrs: &Attrs) -> u64 {
+        0
     }
 
     /// How the op becomes MLIR (`None`: it decomposes first).

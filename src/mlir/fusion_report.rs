@@ -3,8 +3,13 @@
 //! recognized by the locations every MLIR op carries (`"%h"("model.tsr":4:3)`); fusion keeps
 //! the payload's locations, so a fused kernel names all the ops it computes.
 
+use crate::diag::Diagnostic;
 use crate::ir::{Module, OpKind};
+use crate::mlir::pipeline::Pipeline;
+use crate::mlir::runner::{run_pipeline, Instrumentation};
+use crate::mlir::stages::{Program, StageEnv};
 use crate::mlir::walk::{walk, WalkedOp};
+use crate::source::Span;
 use melior::ir::Module as MlirModule;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -42,6 +47,44 @@ pub struct FunctionReport {
     pub kernels: Vec<Kernel>,
     /// Every op of its body.
     pub ops: Vec<OpEntry>,
+}
+
+/// Runs `pipeline` on `program` (a tessera graph) up to its last fusion stage (or its
+/// conversion, when it has none) and reports what was fused.
+pub fn report_of_pipeline(
+    program: Program<'_>,
+    pipeline: &Pipeline,
+    env: &StageEnv<'_, '_>,
+    log: &mut dyn std::io::Write,
+) -> Result<Vec<FunctionReport>, Vec<Diagnostic>> {
+    let failure = |message: &str| vec![Diagnostic::error(Span::at(0), message.to_string())];
+    let Program::Graph(graph) = &program else {
+        return Err(failure(
+            "a fusion report needs a tessera model (.tsr): it names the model's ops",
+        ));
+    };
+    let graph = graph.clone();
+    let names: Vec<String> = pipeline.elements.iter().map(|e| e.name()).collect();
+    let last_fuse = names.iter().rposition(|n| n == "tessera-fuse");
+    let end = last_fuse
+        .or_else(|| names.iter().position(|n| n == "tessera-convert-to-linalg"))
+        .ok_or_else(|| failure("a fusion report needs a pipeline that converts the model (tessera-convert-to-linalg)"))?;
+    let prefix = Pipeline::parse(&pipeline.to_string())
+        .map(|p| Pipeline {
+            elements: p.elements.into_iter().take(end + 1).collect(),
+        })
+        .map_err(|e| failure(&e))?;
+    let (lowered, _) = run_pipeline(program, &prefix, env, &Instrumentation::default(), log)
+        .map_err(|f| f.diagnostics)?;
+    let Program::Mlir(mlir) = lowered else {
+        return Err(failure("the pipeline does not convert the model to MLIR"));
+    };
+    Ok(fusion_report(
+        &mlir,
+        &graph,
+        |offset| env.file.line_col(offset).line,
+        last_fuse.is_some(),
+    ))
 }
 
 /// The report of `mlir`, the fused form of `graph`; `fusion_ran` says whether a fusion stage

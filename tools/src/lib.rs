@@ -1,6 +1,7 @@
 //! The tessera tools' shared code: the registry of every dialect and the drivers behind the
 //! thin binaries in `bin/`.
 
+pub mod bench;
 pub mod opt;
 pub mod run;
 

@@ -13,7 +13,7 @@ use tessera::diag::{render_all, Diagnostic};
 use tessera::expected_diagnostics::check_expected;
 use tessera::frontend::{decode, load, split_chunks, SPLIT_MARKER};
 use tessera::ir::Module;
-use tessera::mlir::fusion_report::{fusion_report, report_json, report_text};
+use tessera::mlir::fusion_report::{report_json, report_of_pipeline, report_text};
 use tessera::mlir::jit::{write_object_file, Signature};
 use tessera::mlir::llvm::llvm_ir;
 use tessera::mlir::pipeline::{Pipeline, UPSTREAM_PASSES};
@@ -434,37 +434,9 @@ fn fusion_report_of(
     format: ReportFormat,
     stderr: &mut dyn Write,
 ) -> Result<String, Vec<Diagnostic>> {
-    let failure = |message: &str| vec![Diagnostic::error(Span::at(0), message.to_string())];
-    let Program::Graph(graph) = &program else {
-        return Err(failure(
-            "--fusion-report needs a tessera model (.tsr): it names the model's ops",
-        ));
-    };
-    let graph = graph.clone();
-    let full = match pipeline {
-        Some(p) => Pipeline::parse(&p.to_string()).map_err(|e| failure(&e))?,
-        None => Pipeline::preset(3, true),
-    };
-    let names: Vec<String> = full.elements.iter().map(|e| e.name()).collect();
-    let last_fuse = names.iter().rposition(|n| n == "tessera-fuse");
-    let end = last_fuse
-        .or_else(|| names.iter().position(|n| n == "tessera-convert-to-linalg"))
-        .ok_or_else(|| failure("--fusion-report needs a pipeline that converts the model (tessera-convert-to-linalg)"))?;
-    let prefix = Pipeline {
-        elements: full.elements.into_iter().take(end + 1).collect(),
-    };
+    let preset = Pipeline::preset(3, true);
     let env = StageEnv { context, file };
-    let (lowered, _) = run_pipeline(program, &prefix, &env, &Instrumentation::default(), stderr)
-        .map_err(|f| f.diagnostics)?;
-    let Program::Mlir(mlir) = lowered else {
-        return Err(failure("the pipeline does not convert the model to MLIR"));
-    };
-    let reports = fusion_report(
-        &mlir,
-        &graph,
-        |offset| file.line_col(offset).line,
-        last_fuse.is_some(),
-    );
+    let reports = report_of_pipeline(program, pipeline.unwrap_or(&preset), &env, stderr)?;
     Ok(match format {
         ReportFormat::Text => report_text(&reports),
         ReportFormat::Json => report_json(&reports),

@@ -1,6 +1,7 @@
 //! Elementwise ops: unary math, binary arithmetic with numpy broadcasting, comparison,
 //! selection and element type conversion.
 
+use tessera::dialect::Attrs;
 use tessera::dialect::{Arity, AttrDefault, AttrKind, AttrSpec, OpDef, OpSchema, OperandSpec};
 use tessera::infer::InferContext;
 use tessera::mlir::lowering::ConvertToMlir;
@@ -146,6 +147,10 @@ const fn unary(
 }
 
 impl OpDef for Unary {
+    fn flops(&self, _: &[&TensorType], results: &[&TensorType], _: &Attrs) -> u64 {
+        results[0].num_elements().unwrap_or(0)
+    }
+
     fn converter(&self) -> Option<&dyn ConvertToMlir> {
         Some(self)
     }
@@ -295,6 +300,10 @@ const fn binary(
 }
 
 impl OpDef for Binary {
+    fn flops(&self, _: &[&TensorType], results: &[&TensorType], _: &Attrs) -> u64 {
+        results[0].num_elements().unwrap_or(0)
+    }
+
     fn converter(&self) -> Option<&dyn ConvertToMlir> {
         Some(self)
     }
@@ -377,6 +386,10 @@ static COMPARE_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Compare {
+    fn flops(&self, _: &[&TensorType], results: &[&TensorType], _: &Attrs) -> u64 {
+        results[0].num_elements().unwrap_or(0)
+    }
+
     fn converter(&self) -> Option<&dyn ConvertToMlir> {
         Some(self)
     }
@@ -415,6 +428,10 @@ static SELECT_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Select {
+    fn flops(&self, _: &[&TensorType], results: &[&TensorType], _: &Attrs) -> u64 {
+        results[0].num_elements().unwrap_or(0)
+    }
+
     fn converter(&self) -> Option<&dyn ConvertToMlir> {
         Some(self)
     }
@@ -450,6 +467,10 @@ static CAST_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Cast {
+    fn flops(&self, _: &[&TensorType], results: &[&TensorType], _: &Attrs) -> u64 {
+        results[0].num_elements().unwrap_or(0)
+    }
+
     fn converter(&self) -> Option<&dyn ConvertToMlir> {
         Some(self)
     }

@@ -1,5 +1,6 @@
 //! `array.matmul`: matrix product with numpy semantics for rank >= 2.
 
+use tessera::dialect::Attrs;
 use tessera::dialect::{Arity, OpDef, OpSchema, OperandSpec};
 use tessera::infer::{broadcast_shapes, shape_text, InferContext};
 use tessera::mlir::lowering::ConvertToMlir;
@@ -27,6 +28,12 @@ static SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Matmul {
+    /// A multiply-add per result element and step of the inner dimension.
+    fn flops(&self, operands: &[&TensorType], results: &[&TensorType], _: &Attrs) -> u64 {
+        let inner = operands[0].shape.last().copied().unwrap_or(0);
+        2 * results[0].num_elements().unwrap_or(0) * inner
+    }
+
     fn converter(&self) -> Option<&dyn ConvertToMlir> {
         Some(self)
     }

@@ -1,5 +1,6 @@
 //! Reductions over axes (`reduce_sum`, `reduce_max`, `reduce_min`, `reduce_mean`) and `argmax`.
 
+use tessera::dialect::Attrs;
 use tessera::dialect::{
     Arity, AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema, OperandSpec,
 };
@@ -81,6 +82,10 @@ const fn reduce(
 }
 
 impl OpDef for Reduce {
+    fn flops(&self, operands: &[&TensorType], _: &[&TensorType], _: &Attrs) -> u64 {
+        operands[0].num_elements().unwrap_or(0)
+    }
+
     fn converter(&self) -> Option<&dyn ConvertToMlir> {
         Some(self)
     }
@@ -162,6 +167,10 @@ static ARGMAX_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Argmax {
+    fn flops(&self, operands: &[&TensorType], _: &[&TensorType], _: &Attrs) -> u64 {
+        operands[0].num_elements().unwrap_or(0)
+    }
+
     fn converter(&self) -> Option<&dyn ConvertToMlir> {
         Some(self)
     }

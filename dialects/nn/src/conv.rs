@@ -2,6 +2,7 @@
 
 use crate::window::{window_geometry, WindowError};
 use tessera::attr::Attribute;
+use tessera::dialect::Attrs;
 use tessera::dialect::{
     Arity, AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema, OperandSpec,
 };
@@ -81,6 +82,14 @@ pub fn geometry(
 }
 
 impl OpDef for Conv2d {
+    /// A multiply-add per output element and filter tap (KH x KW x C), plus the bias.
+    fn flops(&self, operands: &[&TensorType], results: &[&TensorType], _: &Attrs) -> u64 {
+        let taps: u64 = operands[1].shape[..3].iter().product();
+        let outputs = results[0].num_elements().unwrap_or(0);
+        let bias = if operands.len() > 2 { outputs } else { 0 };
+        2 * outputs * taps + bias
+    }
+
     fn converter(&self) -> Option<&dyn ConvertToMlir> {
         Some(self)
     }

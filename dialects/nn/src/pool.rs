@@ -2,6 +2,7 @@
 
 use crate::conv::{geometry, pair_or, WindowSource, PADDING_KEYWORDS};
 use crate::X;
+use tessera::dialect::Attrs;
 use tessera::dialect::{AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema};
 use tessera::infer::InferContext;
 use tessera::mlir::lowering::ConvertToMlir;
@@ -68,6 +69,15 @@ const fn pool(
 }
 
 impl OpDef for Pool {
+    /// One operation per output element and window position.
+    fn flops(&self, _: &[&TensorType], results: &[&TensorType], attrs: &Attrs) -> u64 {
+        let window: u64 = attrs
+            .get("window")
+            .and_then(|w| w.as_int_list())
+            .map_or(1, |w| w.iter().map(|&d| d.max(1) as u64).product());
+        results[0].num_elements().unwrap_or(0) * window
+    }
+
     fn converter(&self) -> Option<&dyn ConvertToMlir> {
         Some(self)
     }

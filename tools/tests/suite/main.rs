@@ -2,6 +2,7 @@
 //! input, round trips, generated modules, fuzzing, the CLI's contract, and the documentation
 //! and layering checks.
 
+mod bench_cli;
 mod cli;
 mod common;
 mod fusion_reports;

@@ -1,0 +1,449 @@
+//! `tessera-bench`: the seed's comparison in one command. Each workload (the built-in suite,
+//! or a user model) is compiled and timed in each mode (`-O0` op by op, `-O3 --no-fusion`,
+//! `-O3`): compile time (per stage too), first call, steady latency (median, p10, p90),
+//! GFLOP/s and GB/s, the fraction of the machine's limit that binds it (measured in the same
+//! run), peak bytes allocated by the compiled code and the number of kernels.
+
+pub mod chart;
+pub mod limits;
+pub mod measure;
+pub mod report;
+pub mod workloads;
+
+use crate::registry;
+use clap::Parser;
+use limits::Limits;
+use measure::{time_calls, Budget, Latency};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+use tessera::diag::render_all;
+use tessera::exec::random::random_tensor;
+use tessera::frontend::{decode, load};
+use tessera::mlir::alloc_counter;
+use tessera::mlir::compile::compile;
+use tessera::mlir::fusion_report::report_of_pipeline;
+use tessera::mlir::memref::{element_bytes, HostBuffer};
+use tessera::mlir::pipeline::Pipeline;
+use tessera::mlir::runner::StepTime;
+use tessera::mlir::stages::{Program, StageEnv};
+use tessera::mlir::MlirContext;
+use tessera::source::SourceFile;
+use tessera::transforms::decompose::decompose;
+use workloads::{Bound, Workload, BUILTIN_IDS};
+
+/// Command-line options of `tessera-bench`.
+#[derive(Parser, Debug)]
+#[command(
+    name = "tessera-bench",
+    version,
+    about = "Benchmark tessera: compile and time workloads op by op (-O0), unfused (-O3 --no-fusion) and fused (-O3).",
+    after_help = "\
+Without MODEL, the built-in suite runs (fp32, weights as function arguments, random inputs
+from a fixed seed): w1_b1 w1_b64 w1_b4096 (the seed MLP at batch 1, 64, 4096), w2
+(MLP-large), w3 (matmul 1024^3), w4 (layer_norm -> gelu -> + x on 4096x1024), w5
+(attention, 512x64), w6 (a small conv net, batch 32). Without -O or --no-fusion, every mode
+runs. The machine's limits (FMA peak of one core, copy bandwidth) are measured first; each
+result is also given as a fraction of the limit that binds it (roofline: whichever of its
+flops at the FMA peak and its input and output bytes at the copy bandwidth takes longer).
+
+Examples:
+  tessera-bench
+  tessera-bench --workload w3,w4 --json out.json --chart out.svg
+  tessera-bench model.tsr --entry f -O0 -O3 --no-fusion"
+)]
+pub struct BenchArgs {
+    /// A model to benchmark instead of the built-in suite.
+    pub model: Option<PathBuf>,
+    /// The model's function to time; may be omitted when it has one.
+    #[arg(long)]
+    pub entry: Option<String>,
+    /// Built-in workloads to run, by id, comma-separated (default: all).
+    #[arg(long, value_delimiter = ',', conflicts_with = "model")]
+    pub workload: Vec<String>,
+    /// A mode: -O0 .. -O3 (repeatable).
+    #[arg(short = 'O', value_name = "LEVEL", value_parser = clap::value_parser!(u8).range(0..=3))]
+    pub opt_levels: Vec<u8>,
+    /// The mode -O3 --no-fusion.
+    #[arg(long)]
+    pub no_fusion: bool,
+    /// Seconds of timed calls per workload and mode (a tenth more for the warm-up; at least
+    /// 3 calls whatever they take).
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    pub time: f64,
+    /// Write every result as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Draw a bar chart per workload (modes side by side, and the limit) as SVG.
+    #[arg(long, value_name = "FILE")]
+    pub chart: Option<PathBuf>,
+}
+
+/// A way of compiling: a preset with or without fusion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mode {
+    /// `-O` level.
+    pub level: u8,
+    /// Whether `tessera-fuse` runs.
+    pub fusion: bool,
+}
+
+impl Mode {
+    /// As written on the command line (`-O3 --no-fusion`).
+    pub fn label(&self) -> String {
+        if self.fusion || self.level == 0 {
+            format!("-O{}", self.level)
+        } else {
+            format!("-O{} --no-fusion", self.level)
+        }
+    }
+}
+
+/// One workload in one mode.
+#[derive(Clone, Debug)]
+pub struct Measurement {
+    /// The workload's id.
+    pub workload: String,
+    /// The mode.
+    pub mode: Mode,
+    /// Threads the compiled code ran on.
+    pub threads: usize,
+    /// Every compile step, then the JIT.
+    pub compile: Vec<StepTime>,
+    /// The first call after compiling.
+    pub first_call: Duration,
+    /// Steady-state latency.
+    pub latency: Latency,
+    /// Arithmetic operations per call (counted on the decomposed model).
+    pub flops: u64,
+    /// Bytes of the inputs and outputs (the least memory traffic a call can have).
+    pub bytes: u64,
+    /// The most bytes the compiled code held allocated at once during a call.
+    pub peak_bytes: usize,
+    /// Loop nests of the timed function after fusion (or conversion).
+    pub kernels: usize,
+    /// What bounds the workload.
+    pub bound: Bound,
+}
+
+impl Measurement {
+    /// GFLOP/s at the median.
+    pub fn gflops(&self) -> f64 {
+        self.flops as f64 / self.latency.median.as_secs_f64() / 1e9
+    }
+
+    /// GB/s of the inputs and outputs at the median.
+    pub fn gbps(&self) -> f64 {
+        self.bytes as f64 / self.latency.median.as_secs_f64() / 1e9
+    }
+
+    /// The least time the machine's limits allow (roofline), and which limit it is.
+    pub fn floor(&self, limits: &Limits) -> (Duration, &'static str) {
+        let compute = self.flops as f64 / (limits.fma_gflops * 1e9);
+        let memory = self.bytes as f64 / (limits.copy_gbps * 1e9);
+        if compute >= memory {
+            (Duration::from_secs_f64(compute), "fma")
+        } else {
+            (Duration::from_secs_f64(memory), "copy")
+        }
+    }
+
+    /// The fraction of the binding limit reached at the median.
+    pub fn fraction_of_limit(&self, limits: &Limits) -> f64 {
+        self.floor(limits).0.as_secs_f64() / self.latency.median.as_secs_f64()
+    }
+
+    /// The total compile time.
+    pub fn compile_time(&self) -> Duration {
+        self.compile.iter().map(|s| s.time).sum()
+    }
+}
+
+/// Runs `tessera-bench`: the table to `out`, progress and errors to `err`.
+pub fn run_bench(args: &BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> ExitCode {
+    match bench(args, out, err) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            let _ = writeln!(err, "tessera-bench: error: {}", message.trim_end());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn bench(args: &BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), String> {
+    if !(args.time.is_finite() && args.time >= 0.0) {
+        return Err(format!(
+            "--time must be a number of seconds, not {}",
+            args.time
+        ));
+    }
+    let workloads = chosen_workloads(args)?;
+    let modes = chosen_modes(args);
+    let time = Duration::from_secs_f64(args.time);
+    let progress = Progress::new(err, workloads.len() * modes.len() + 1);
+    let mut progress = progress;
+    progress.step("machine limits");
+    let limits = limits::measure(time.max(Duration::from_millis(50)))?;
+    let mut results = Vec::new();
+    for workload in &workloads {
+        for &mode in &modes {
+            progress.step(&format!("{} {}", workload.id, mode.label()));
+            results.push(measure_workload(workload, mode, time)?);
+        }
+    }
+    progress.finish();
+    let table = report::table(&workloads, &results, &limits);
+    out.write_all(table.as_bytes())
+        .map_err(|e| format!("cannot write the table: {e}"))?;
+    if let Some(path) = &args.json {
+        let json = report::json(&workloads, &results, &limits, &settings(args, &modes));
+        std::fs::write(path, json)
+            .map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
+    }
+    if let Some(path) = &args.chart {
+        let svg = chart::svg(&workloads, &results, &limits);
+        std::fs::write(path, svg).map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// The settings a JSON file records.
+fn settings(args: &BenchArgs, modes: &[Mode]) -> report::Settings {
+    report::Settings {
+        time_per_mode_s: args.time,
+        threads: 1,
+        modes: modes.iter().map(Mode::label).collect(),
+        model: args.model.as_ref().map(|p| p.display().to_string()),
+    }
+}
+
+/// The workloads the arguments ask for.
+fn chosen_workloads(args: &BenchArgs) -> Result<Vec<Workload>, String> {
+    if let Some(path) = &args.model {
+        let name = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|e| format!("cannot read '{name}': {e}"))?;
+        let (file, decode_error) = decode(&name, &bytes);
+        if let Some(diag) = decode_error {
+            return Err(diag.render(&file));
+        }
+        let source = file.text().to_string();
+        let id = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("model")
+            .to_string();
+        return Ok(vec![Workload {
+            title: format!("{} (user model)", path.display()),
+            entry: args.entry.clone().unwrap_or_default(),
+            path: path.display().to_string(),
+            source,
+            id,
+            bound: Bound::Compute,
+        }]);
+    }
+    if args.entry.is_some() {
+        return Err("--entry needs a MODEL".into());
+    }
+    let ids: Vec<&str> = if args.workload.is_empty() {
+        BUILTIN_IDS.to_vec()
+    } else {
+        args.workload.iter().map(|s| s.trim()).collect()
+    };
+    ids.iter()
+        .map(|id| {
+            workloads::builtin(id).ok_or_else(|| {
+                format!(
+                    "unknown workload '{id}' (workloads: {})",
+                    BUILTIN_IDS.join(", ")
+                )
+            })
+        })
+        .collect()
+}
+
+/// The modes the arguments ask for, in the order -O0.., then --no-fusion; all three by default.
+fn chosen_modes(args: &BenchArgs) -> Vec<Mode> {
+    let mut modes: Vec<Mode> = args
+        .opt_levels
+        .iter()
+        .map(|&level| Mode {
+            level,
+            fusion: true,
+        })
+        .collect();
+    if args.no_fusion {
+        modes.push(Mode {
+            level: 3,
+            fusion: false,
+        });
+    }
+    if modes.is_empty() {
+        modes = vec![
+            Mode {
+                level: 0,
+                fusion: true,
+            },
+            Mode {
+                level: 3,
+                fusion: false,
+            },
+            Mode {
+                level: 3,
+                fusion: true,
+            },
+        ];
+    }
+    modes.dedup();
+    modes
+}
+
+/// Compiles and times one workload in one mode.
+fn measure_workload(
+    workload: &Workload,
+    mode: Mode,
+    time: Duration,
+) -> Result<Measurement, String> {
+    let file = SourceFile::new(workload.path.clone(), workload.source.clone());
+    let registry = registry();
+    let module = load(&file, 0..file.text().len(), &registry).map_err(|d| render_all(&d, &file))?;
+    let entry = match workload.entry.as_str() {
+        "" if module.funcs.len() == 1 => 0,
+        "" => {
+            return Err(format!(
+                "{} has {} functions: choose one with --entry",
+                workload.path,
+                module.funcs.len()
+            ))
+        }
+        name => module
+            .funcs
+            .iter()
+            .position(|f| f.name == name.trim_start_matches('@'))
+            .ok_or_else(|| format!("no function '@{name}' in {}", workload.path))?,
+    };
+    let func = &module.funcs[entry];
+    let flops = decompose(&module)
+        .map_err(|e| format!("{}: {e}", workload.path))?
+        .flops(entry);
+    let pipeline = Pipeline::preset(mode.level, mode.fusion);
+    let kernels = {
+        let context = MlirContext::new();
+        let env = StageEnv {
+            context: &context,
+            file: &file,
+        };
+        let reports = report_of_pipeline(
+            Program::Graph(module.clone()),
+            &pipeline,
+            &env,
+            &mut std::io::sink(),
+        )
+        .map_err(|d| render_all(&d, &file))?;
+        reports
+            .iter()
+            .find(|r| r.name == func.name)
+            .map_or(0, |r| r.kernels.len())
+    };
+    let context = MlirContext::new();
+    let (jit, times) =
+        compile(&context, &module, &file, &pipeline, 3).map_err(|d| render_all(&d, &file))?;
+    let inputs = func
+        .params
+        .iter()
+        .enumerate()
+        .map(|(position, &p)| {
+            let ty = &func.value(p).ty;
+            HostBuffer::from_tensor(&random_tensor(ty, position as u64))
+                .ok_or_else(|| format!("cannot allocate an input of type {ty}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut outputs = jit.output_buffers(&func.name).map_err(|e| e.to_string())?;
+    let bytes = inputs
+        .iter()
+        .chain(&outputs)
+        .map(|b| {
+            let ty = b.ty();
+            ty.num_elements().unwrap_or(0) * element_bytes(ty.element) as u64
+        })
+        .sum();
+    let mut call = || {
+        jit.call_buffers(&func.name, &inputs, &mut outputs)
+            .map_err(|e| e.to_string())
+    };
+    alloc_counter::reset_peak();
+    let before = alloc_counter::stats();
+    let start = Instant::now();
+    call()?;
+    let first_call = start.elapsed();
+    let peak_bytes = alloc_counter::stats()
+        .peak_bytes
+        .saturating_sub(before.live_bytes);
+    let latency = time_calls(
+        Budget {
+            time,
+            min_runs: 3,
+            max_runs: 100_000,
+        },
+        call,
+    )?;
+    Ok(Measurement {
+        workload: workload.id.clone(),
+        mode,
+        threads: 1,
+        compile: times.steps,
+        first_call,
+        latency,
+        flops,
+        bytes,
+        peak_bytes,
+        kernels,
+        bound: workload.bound,
+    })
+}
+
+/// A one-line progress bar on a terminal (nothing otherwise).
+struct Progress<'w> {
+    err: &'w mut dyn Write,
+    total: usize,
+    done: usize,
+    shown: bool,
+}
+
+impl<'w> Progress<'w> {
+    fn new(err: &'w mut dyn Write, total: usize) -> Progress<'w> {
+        let shown = std::io::stderr().is_terminal();
+        Progress {
+            err,
+            total,
+            done: 0,
+            shown,
+        }
+    }
+
+    /// Shows that step `what` starts.
+    fn step(&mut self, what: &str) {
+        if self.shown {
+            let width = 30;
+            let filled = width * self.done / self.total.max(1);
+            let _ = write!(
+                self.err,
+                "\r\x1b[2K[{}{}] {}/{} {what}",
+                "#".repeat(filled),
+                " ".repeat(width - filled),
+                self.done,
+                self.total
+            );
+            let _ = self.err.flush();
+        }
+        self.done += 1;
+    }
+
+    /// Clears the bar.
+    fn finish(&mut self) {
+        if self.shown {
+            let _ = write!(self.err, "\r\x1b[2K");
+            let _ = self.err.flush();
+        }
+    }
+}
