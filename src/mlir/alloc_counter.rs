@@ -1,6 +1,10 @@
 //! The allocator compiled code calls (`_mlir_memref_to_llvm_alloc` and friends, from
 //! `finalize-memref-to-llvm{use-generic-functions}`): it counts live and peak bytes, so runs
-//! can report what they allocated and tests can prove that nothing leaks.
+//! can report what they allocated and tests can prove that nothing leaks. Freed blocks are
+//! kept, by size and alignment, for the next allocation of the same layout (as the caching
+//! allocators of ML frameworks do): a call allocates the same temporaries as the one before,
+//! and fresh pages from the system cost more than the kernels that fill them (layer norm +
+//! gelu on 4096x1024 unfused: 153 ms with fresh pages, most of it page faults).
 
 use std::alloc::{alloc, dealloc, Layout};
 use std::collections::HashMap;
@@ -12,6 +16,13 @@ static LIVE: Mutex<Option<HashMap<usize, Layout>>> = Mutex::new(None);
 static LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
 static PEAK_BYTES: AtomicUsize = AtomicUsize::new(0);
 static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+/// Freed blocks kept for reuse, by layout, and their total size.
+static CACHE: Mutex<Option<HashMap<Layout, Vec<usize>>>> = Mutex::new(None);
+static CACHED_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// The most bytes kept for reuse; blocks freed beyond it go back to the system.
+const CACHE_LIMIT: usize = 1 << 30;
 
 /// What compiled code has allocated.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -43,8 +54,18 @@ fn allocate(size: usize, align: usize) -> *mut u8 {
     let Ok(layout) = Layout::from_size_align(size.max(1), align.max(64)) else {
         return std::ptr::null_mut();
     };
-    // SAFETY: the layout has a non-zero size.
-    let ptr = unsafe { alloc(layout) };
+    let cached = CACHE
+        .lock()
+        .ok()
+        .and_then(|mut cache| cache.as_mut()?.get_mut(&layout)?.pop());
+    let ptr = match cached {
+        Some(address) => {
+            CACHED_BYTES.fetch_sub(layout.size(), Ordering::SeqCst);
+            address as *mut u8
+        }
+        // SAFETY: the layout has a non-zero size.
+        None => unsafe { alloc(layout) },
+    };
     if ptr.is_null() {
         return ptr;
     }
@@ -74,12 +95,25 @@ pub(crate) extern "C" fn mlir_free(ptr: *mut u8) {
         .lock()
         .ok()
         .and_then(|mut live| live.as_mut()?.remove(&(ptr as usize)));
-    if let Some(layout) = layout {
-        LIVE_BYTES.fetch_sub(layout.size(), Ordering::SeqCst);
-        // SAFETY: `ptr` was returned by `alloc` with this layout and is freed once: it was
-        // just removed from the live table.
-        unsafe { dealloc(ptr, layout) };
+    let Some(layout) = layout else {
+        return;
+    };
+    LIVE_BYTES.fetch_sub(layout.size(), Ordering::SeqCst);
+    let kept = CACHED_BYTES.fetch_add(layout.size(), Ordering::SeqCst) + layout.size();
+    if kept <= CACHE_LIMIT {
+        if let Ok(mut cache) = CACHE.lock() {
+            cache
+                .get_or_insert_with(HashMap::new)
+                .entry(layout)
+                .or_default()
+                .push(ptr as usize);
+            return;
+        }
     }
+    CACHED_BYTES.fetch_sub(layout.size(), Ordering::SeqCst);
+    // SAFETY: `ptr` was returned by `alloc` with this layout and is freed once: it was just
+    // removed from the live table, and it is not kept in the cache.
+    unsafe { dealloc(ptr, layout) };
 }
 
 #[cfg(test)]
@@ -97,5 +131,17 @@ mod tests {
         mlir_free(b);
         mlir_free(std::ptr::null_mut());
         assert_eq!(stats().live_bytes, before);
+    }
+
+    #[test]
+    fn freed_blocks_are_reused_for_the_same_layout() {
+        let a = mlir_aligned_alloc(64, 3 << 20);
+        mlir_free(a);
+        let b = mlir_aligned_alloc(64, 3 << 20);
+        assert_eq!(a, b, "the freed block comes back");
+        let c = mlir_aligned_alloc(64, 3 << 20);
+        assert_ne!(b, c, "a live block is not handed out twice");
+        mlir_free(b);
+        mlir_free(c);
     }
 }
