@@ -140,9 +140,17 @@ pub fn divisor_at_most(extent: i64, target: i64) -> i64 {
         .unwrap_or(1)
 }
 
+/// Fills stay whole: their loops become one `memset` (LLVM recognizes it), where tiled and
+/// vectorized they became nests of small constant loops that LLVM unrolled into thousands of
+/// inline stores in one block (12 s of instruction scheduling for one convolution's output).
+const FILL: &str = "linalg.fill";
+
 /// Register-level sizes within cache tiles of `cache` sizes: each divides its cache tile (or
 /// the extent, for untiled loops).
 pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64]) -> Vec<i64> {
+    if name == FILL {
+        return vec![0; loops.0.len()];
+    }
     let matmul = name == "linalg.matmul" || name == "linalg.batch_matmul";
     let windowed = name.starts_with("linalg.conv_2d") || name.starts_with("linalg.pooling_nhwc");
     let reduces = loops.0.iter().any(|(_, r)| *r);
@@ -182,7 +190,9 @@ pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64]) -> Vec<i64> {
                 (false, _) if across => 1,
                 (false, true) if Some(i) == last_reduction => width(16),
                 (false, true) => 1,
-                (false, false) if !reduces && Some(i) == last_parallel => width(16),
+                // Elementwise: 16 lanes along the innermost loop that is not a unit one (a
+                // trailing unit loop, as in NHWC with one channel, would leave one lane).
+                (false, false) if !reduces && Some(i) == innermost => width(16),
                 _ => 1,
             }
         })
@@ -191,6 +201,9 @@ pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64]) -> Vec<i64> {
 
 /// The cache tile sizes the strategy picks for `name` with `loops`.
 pub fn choose(name: &str, loops: &Loops) -> Vec<i64> {
+    if name == FILL {
+        return vec![0; loops.0.len()];
+    }
     let parallel_count = loops.0.iter().filter(|(_, r)| !r).count();
     let mut parallel_seen = 0;
     loops
@@ -247,6 +260,16 @@ mod tests {
         assert_eq!(
             choose_vector("linalg.generic", &reduction, &[64, 0]),
             [1, 10]
+        );
+        let one_channel = Loops(vec![(32, false), (30, false), (30, false), (1, false)]);
+        assert_eq!(
+            choose_vector("linalg.generic", &one_channel, &[16, 15, 15, 1]),
+            [1, 1, 15, 1]
+        );
+        assert_eq!(choose("linalg.fill", &one_channel), [0, 0, 0, 0]);
+        assert_eq!(
+            choose_vector("linalg.fill", &one_channel, &[0; 4]),
+            [0, 0, 0, 0]
         );
         let columns = Loops(vec![(64, true), (32, false), (1, false)]);
         assert_eq!(
