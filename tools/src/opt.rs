@@ -344,6 +344,13 @@ fn chosen_pipeline(args: &OptArgs) -> Result<Option<Pipeline>, String> {
     }
     if let Some(features) = &args.target_features {
         pipeline.set_option("tessera-lower-to-llvm", "features", features);
+        // Register tiles follow the named features too.
+        let unit = if features.split(',').any(|f| f.trim() == "+avx512f") {
+            "avx512"
+        } else {
+            "avx2"
+        };
+        pipeline.set_option("tessera-tile", "unit", unit);
     }
     Ok(Some(pipeline))
 }

@@ -9,7 +9,7 @@ use crate::mlir::schedule::apply_schedule;
 use crate::mlir::stages::{
     expect_mlir, stage_error, Program, Stage, StageEnv, StageOption, StageOptions,
 };
-use crate::mlir::strategy::{choose, choose_vector, loops, TILE_SIZES, VECTOR_SIZES};
+use crate::mlir::strategy::{choose, choose_vector, loops, VectorUnit, TILE_SIZES, VECTOR_SIZES};
 use crate::mlir::walk::walk;
 use melior::ir::attribute::{DenseI64ArrayAttribute, IntegerAttribute};
 use melior::ir::r#type::IntegerType;
@@ -34,7 +34,10 @@ impl Stage for Tile {
     }
 
     fn options(&self) -> &'static [StageOption] {
-        &[StageOption { name: "sizes", doc: "tile sizes for every op, one per loop, outermost first (0 = untiled); overrides the strategy" }]
+        &[
+            StageOption { name: "sizes", doc: "tile sizes for every op, one per loop, outermost first (0 = untiled); overrides the strategy" },
+            StageOption { name: "unit", doc: "the vector unit register tiles are sized for: avx2 or avx512; default: the host's" },
+        ]
     }
 
     fn run<'c>(
@@ -59,6 +62,17 @@ impl Stage for Tile {
         let mut schedule = String::from(
             "module attributes {transform.with_named_sequence} {\n  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n",
         );
+        let unit = match options.0.get("unit").map(String::as_str) {
+            None => VectorUnit::host(),
+            Some("avx2") => VectorUnit::AVX2,
+            Some("avx512") => VectorUnit::AVX512,
+            Some(other) => {
+                return Err(stage_error(
+                    self.name(),
+                    format!("option 'unit' must be 'avx2' or 'avx512', but is '{other}'"),
+                ))
+            }
+        };
         let mut count = 0;
         walk(&module, |op| {
             let Some(op_loops) = loops(op) else { return };
@@ -82,7 +96,7 @@ impl Stage for Tile {
                 None => {
                     let cache = pinned(TILE_SIZES).unwrap_or_else(|| choose(&name, &op_loops));
                     let register = pinned(VECTOR_SIZES)
-                        .unwrap_or_else(|| choose_vector(&name, &op_loops, &cache));
+                        .unwrap_or_else(|| choose_vector(&name, &op_loops, &cache, unit));
                     (cache, Some(register))
                 }
             };

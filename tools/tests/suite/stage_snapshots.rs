@@ -46,6 +46,8 @@ fn every_model_stage_by_stage() {
                 .args([
                     name.as_str(),
                     preset,
+                    // Register tiles follow the vector unit: snapshots are AVX2's anywhere.
+                    "--target-features=+avx2,+fma",
                     "--print-ir-after-all",
                     "-o",
                     "/dev/null",
