@@ -218,6 +218,33 @@ impl<'c> WalkedOp<'c> {
         }
     }
 
+    /// Whether every operand is defined outside `ancestor` (none is a result or block argument
+    /// of an operation nested in it), i.e. whether this operation is invariant in it.
+    pub fn operands_defined_outside(&self, ancestor: &WalkedOp<'c>) -> bool {
+        // SAFETY: as in `name`; values, blocks and parents are read, not changed.
+        unsafe {
+            let inside = |mut op: MlirOperation| {
+                while !op.ptr.is_null() {
+                    if op.ptr == ancestor.raw.ptr {
+                        return true;
+                    }
+                    op = mlir_sys::mlirOperationGetParentOperation(op);
+                }
+                false
+            };
+            (0..mlir_sys::mlirOperationGetNumOperands(self.raw)).all(|i| {
+                let value = mlir_sys::mlirOperationGetOperand(self.raw, i);
+                let owner = if mlir_sys::mlirValueIsAOpResult(value) {
+                    mlir_sys::mlirOpResultGetOwner(value)
+                } else {
+                    let block = mlir_sys::mlirBlockArgumentGetOwner(value);
+                    mlir_sys::mlirBlockGetParentOperation(block)
+                };
+                !inside(owner)
+            })
+        }
+    }
+
     /// The operation defining operand `index`, when it is an operation's result.
     pub fn operand_producer(&self, index: usize) -> Option<WalkedOp<'c>> {
         // SAFETY: as in `name`; values are read, not changed.

@@ -97,6 +97,7 @@ impl Stage for Fuse {
         }
         // Remove what fusion left without uses; merge the identical constants decomposition made.
         run_upstream(env, &mut module, "canonicalize,cse", self.name())?;
+        hoist_invariant_producers(&module);
         walk(&module, |op| {
             for marker in [CONSUMER, ANCHOR, INIT, ROW_ROOT, SIBLING] {
                 op.remove_attribute(marker);
@@ -158,6 +159,32 @@ fn walk_collect<'c>(module: &melior::ir::Module<'c>, name: &str) -> Vec<WalkedOp
         }
     });
     found.into_iter().map(WalkedOp::from_raw).collect()
+}
+
+/// Moves the linalg ops of a fused loop whose operands all come from outside it to before it,
+/// in order, so that what a loop pulled in whole (attention's kᵀ,
+/// which every row block of q · kᵀ reads entirely) is computed once, not once per block (W5
+/// fused: 1.6 ms against 0.9 ms unfused before). MLIR's loop-invariant-code-motion leaves
+/// linalg ops in place: it hoists only ops it knows to be speculatable.
+fn hoist_invariant_producers(module: &melior::ir::Module<'_>) {
+    for name in ["scf.for", "scf.forall"] {
+        for fused_loop in walk_collect(module, name) {
+            let mut body = Vec::new();
+            walk(module, |op| {
+                let direct = op
+                    .parent()
+                    .is_some_and(|owner| owner.raw().ptr == fused_loop.raw().ptr);
+                if direct && op.name().starts_with("linalg.") {
+                    body.push(op.raw());
+                }
+            });
+            for op in body.into_iter().map(WalkedOp::from_raw) {
+                if op.operands_defined_outside(&fused_loop) {
+                    op.move_before(&fused_loop);
+                }
+            }
+        }
+    }
 }
 
 /// Whether `op` is a linalg.generic without reduction loops.
