@@ -15,11 +15,13 @@ use clap::Parser;
 use limits::Limits;
 use measure::{time_calls, Budget, Latency};
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use tessera::diag::render_all;
+use tessera::exec::npy::write_npy;
 use tessera::exec::random::random_tensor;
+use tessera::exec::tensor::Tensor;
 use tessera::frontend::{decode, load};
 use tessera::mlir::alloc_counter;
 use tessera::mlir::compile::compile;
@@ -78,6 +80,10 @@ pub struct BenchArgs {
     /// Draw a bar chart per workload (modes side by side, and the limit) as SVG.
     #[arg(long, value_name = "FILE")]
     pub chart: Option<PathBuf>,
+    /// Write each workload's inputs and outputs (of its first mode) as
+    /// DIR/<workload>/in<i>.npy and out<i>.npy, for comparing other systems on the same data.
+    #[arg(long, value_name = "DIR")]
+    pub save_io: Option<PathBuf>,
 }
 
 /// A way of compiling: a preset with or without fusion.
@@ -187,9 +193,14 @@ fn bench(args: &BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(
     let limits = limits::measure(time.max(Duration::from_millis(50)))?;
     let mut results = Vec::new();
     for workload in &workloads {
-        for &mode in &modes {
+        for (index, &mode) in modes.iter().enumerate() {
             progress.step(&format!("{} {}", workload.id, mode.label()));
-            results.push(measure_workload(workload, mode, time)?);
+            let save = args
+                .save_io
+                .as_ref()
+                .filter(|_| index == 0)
+                .map(|dir| dir.join(&workload.id));
+            results.push(measure_workload(workload, mode, time, save.as_deref())?);
         }
     }
     progress.finish();
@@ -298,11 +309,13 @@ fn chosen_modes(args: &BenchArgs) -> Vec<Mode> {
     modes
 }
 
-/// Compiles and times one workload in one mode.
+/// Compiles and times one workload in one mode; with `save`, writes its inputs and the
+/// outputs of its first call there as `.npy`.
 fn measure_workload(
     workload: &Workload,
     mode: Mode,
     time: Duration,
+    save: Option<&Path>,
 ) -> Result<Measurement, String> {
     let file = SourceFile::new(workload.path.clone(), workload.source.clone());
     let registry = registry();
@@ -348,14 +361,17 @@ fn measure_workload(
     let context = MlirContext::new();
     let (jit, times) =
         compile(&context, &module, &file, &pipeline, 3).map_err(|d| render_all(&d, &file))?;
-    let inputs = func
+    let tensors: Vec<Tensor> = func
         .params
         .iter()
         .enumerate()
-        .map(|(position, &p)| {
-            let ty = &func.value(p).ty;
-            HostBuffer::from_tensor(&random_tensor(ty, position as u64))
-                .ok_or_else(|| format!("cannot allocate an input of type {ty}"))
+        .map(|(position, &p)| random_tensor(&func.value(p).ty, position as u64))
+        .collect();
+    let inputs = tensors
+        .iter()
+        .map(|t| {
+            HostBuffer::from_tensor(t)
+                .ok_or_else(|| format!("cannot allocate an input of type {}", t.ty))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let mut outputs = jit.output_buffers(&func.name).map_err(|e| e.to_string())?;
@@ -367,25 +383,29 @@ fn measure_workload(
             ty.num_elements().unwrap_or(0) * element_bytes(ty.element) as u64
         })
         .sum();
-    let mut call = || {
-        jit.call_buffers(&func.name, &inputs, &mut outputs)
+    let call = |outputs: &mut [HostBuffer]| {
+        jit.call_buffers(&func.name, &inputs, outputs)
             .map_err(|e| e.to_string())
     };
     alloc_counter::reset_peak();
     let before = alloc_counter::stats();
     let start = Instant::now();
-    call()?;
+    call(&mut outputs)?;
     let first_call = start.elapsed();
     let peak_bytes = alloc_counter::stats()
         .peak_bytes
         .saturating_sub(before.live_bytes);
+    if let Some(dir) = save {
+        let results: Vec<Tensor> = outputs.iter().map(HostBuffer::to_tensor).collect();
+        save_tensors(dir, &tensors, &results)?;
+    }
     let latency = time_calls(
         Budget {
             time,
             min_runs: 3,
             max_runs: 100_000,
         },
-        call,
+        || call(&mut outputs),
     )?;
     Ok(Measurement {
         workload: workload.id.clone(),
@@ -400,6 +420,23 @@ fn measure_workload(
         kernels,
         bound: workload.bound,
     })
+}
+
+/// Writes `inputs` and `outputs` as `dir/in<i>.npy` and `dir/out<i>.npy`.
+fn save_tensors(dir: &Path, inputs: &[Tensor], outputs: &[Tensor]) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create '{}': {e}", dir.display()))?;
+    let named = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (format!("in{i}.npy"), t))
+        .chain(outputs.iter().enumerate().map(|(i, t)| (format!("out{i}.npy"), t)));
+    for (name, tensor) in named {
+        let path = dir.join(name);
+        let bytes = write_npy(tensor).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::write(&path, bytes)
+            .map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// A one-line progress bar on a terminal (nothing otherwise).
