@@ -6,13 +6,12 @@
 use crate::exec::tensor::Tensor;
 use crate::ir::Module;
 use crate::mlir::alloc_counter::{mlir_aligned_alloc, mlir_alloc, mlir_free};
+use crate::mlir::bf16_conversions::{trunc_f32_to_bf16, trunc_f64_to_bf16};
 use crate::mlir::llvm::llvm_ir;
 use crate::mlir::memref::HostBuffer;
+use crate::mlir::memref_copy::memref_copy;
 use crate::types::TensorType;
 use melior::ExecutionEngine;
-
-/// The runtime library compiled code may call (`memrefCopy` for strided copies).
-const RUNNER_UTILS: &str = "/usr/lib/llvm-19/lib/libmlir_c_runner_utils.so\0";
 
 /// A function's interface: parameter names and types, result types.
 #[derive(Clone, Debug, PartialEq)]
@@ -92,16 +91,15 @@ fn engine(
     opt_level: u32,
     object_dump: bool,
 ) -> ExecutionEngine {
-    let engine = ExecutionEngine::new(
-        llvm_module,
-        opt_level.min(3) as usize,
-        &[RUNNER_UTILS],
-        object_dump,
-    );
-    // SAFETY: the three functions have the C signatures compiled code declares for
-    // `_mlir_memref_to_llvm_alloc(size)`, `_aligned_alloc(alignment, size)` and
-    // `_free(ptr)`, and live as long as the program.
+    let engine = ExecutionEngine::new(llvm_module, opt_level.min(3) as usize, &[], object_dump);
+    // SAFETY: the functions have the C signatures compiled code declares for
+    // `_mlir_memref_to_llvm_alloc(size)`, `_aligned_alloc(alignment, size)`, `_free(ptr)`,
+    // `memrefCopy(elemSize, src, dst)` and compiler-rt's `__truncsfbf2(float)` and
+    // `__truncdfbf2(double)`, and live as long as the program.
     unsafe {
+        engine.register_symbol("memrefCopy", memref_copy as *mut ());
+        engine.register_symbol("__truncsfbf2", trunc_f32_to_bf16 as *mut ());
+        engine.register_symbol("__truncdfbf2", trunc_f64_to_bf16 as *mut ());
         engine.register_symbol("_mlir_memref_to_llvm_alloc", mlir_alloc as *mut ());
         engine.register_symbol(
             "_mlir_memref_to_llvm_aligned_alloc",
@@ -115,7 +113,8 @@ fn engine(
 /// Compiles `llvm_module` and writes its object code (with the `_mlir_ciface_` C interface
 /// of every function in `signatures`) to `path`. The object calls
 /// `_mlir_memref_to_llvm_alloc(size_t)` and `_mlir_memref_to_llvm_free(void *)` for its
-/// temporaries: whoever links it provides them (`malloc` and `free` will do).
+/// temporaries, and may call `memrefCopy` (MLIR's runner-utils library has it): whoever links
+/// it provides them (`malloc` and `free` will do).
 pub fn write_object_file(
     llvm_module: &melior::ir::Module<'_>,
     signatures: &[Signature],

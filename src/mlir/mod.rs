@@ -4,6 +4,7 @@
 
 pub mod affine;
 pub mod alloc_counter;
+mod bf16_conversions;
 pub mod compile;
 mod context;
 pub mod convert;
@@ -15,6 +16,7 @@ pub mod llvm;
 pub mod located;
 pub mod lowering;
 pub mod memref;
+mod memref_copy;
 pub mod pipeline;
 pub mod runner;
 pub mod schedule;

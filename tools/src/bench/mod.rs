@@ -429,7 +429,12 @@ fn save_tensors(dir: &Path, inputs: &[Tensor], outputs: &[Tensor]) -> Result<(),
         .iter()
         .enumerate()
         .map(|(i, t)| (format!("in{i}.npy"), t))
-        .chain(outputs.iter().enumerate().map(|(i, t)| (format!("out{i}.npy"), t)));
+        .chain(
+            outputs
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (format!("out{i}.npy"), t)),
+        );
     for (name, tensor) in named {
         let path = dir.join(name);
         let bytes = write_npy(tensor).map_err(|e| format!("{}: {e}", path.display()))?;
