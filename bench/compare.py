@@ -19,9 +19,13 @@ import sys
 import tempfile
 import time
 
-# One thread everywhere, before any library starts its pools.
+# One thread everywhere, before any library starts its pools; and one core for the whole
+# process and its children (tessera-bench included), since not every runtime honours the
+# settings (JAX's CPU runtime ran W3 on two cores).
 for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[variable] = "1"
+if hasattr(os, "sched_setaffinity"):
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 os.environ["XLA_FLAGS"] = (
     "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 )
