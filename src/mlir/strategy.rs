@@ -156,7 +156,7 @@ pub fn reads_per_element(op: &WalkedOp<'_>, index: usize) -> Option<i64> {
 
 /// The result expressions of each map in the text of an `indexing_maps` attribute
 /// (`[affine_map<(d0, d1) -> (d0, 0)>, ...]` gives `[["d0", "0"], ...]`).
-fn map_results(text: &str) -> Vec<Vec<String>> {
+pub fn map_results(text: &str) -> Vec<Vec<String>> {
     text.split("affine_map<")
         .skip(1)
         .filter_map(|map| {

@@ -2,14 +2,17 @@
 //! by its `tessera.tile_sizes` (cache tiles), then the tile by its `tessera.vector_sizes`
 //! (register tiles, which `tessera-vectorize` turns into vectors). The strategy attaches both
 //! to ops that have none; `sizes=` gives the cache sizes of every op and skips the register
-//! level. Precondition: linalg on tensors.
+//! level. Before that, long row reductions are split (`split_reduction`) so that they
+//! accumulate in vector lanes (see [`SPLIT_LANES`]). Precondition: linalg on tensors.
 
 use crate::diag::Diagnostic;
 use crate::mlir::schedule::apply_schedule;
 use crate::mlir::stages::{
     expect_mlir, stage_error, Program, Stage, StageEnv, StageOption, StageOptions,
 };
-use crate::mlir::strategy::{choose, choose_vector, loops, VectorUnit, TILE_SIZES, VECTOR_SIZES};
+use crate::mlir::strategy::{
+    choose, choose_vector, loops, map_results, VectorUnit, TILE_SIZES, VECTOR_SIZES,
+};
 use crate::mlir::walk::walk;
 use melior::ir::attribute::{DenseI64ArrayAttribute, IntegerAttribute};
 use melior::ir::r#type::IntegerType;
@@ -21,8 +24,83 @@ pub struct Tile;
 /// Marks each op to tile for the schedule, which matches it by this attribute.
 const MARKER: &str = "tessera.tile_id";
 
+/// Marks the reductions to split for the split schedule, with their output rank (where the
+/// lanes' dimension goes).
+const SPLIT: &str = "tessera.split_rank";
+
+/// Reductions along their innermost loop over at least `4 * SPLIT_LANES` elements (a multiple
+/// of it) are split: a partial reduction keeps `SPLIT_LANES` sums per row in one vector
+/// (loads and adds, no shuffles), then one horizontal reduction per row combines them. Left
+/// as they were, they reduced each 16-element chunk across its lanes, shuffles included
+/// (layer norm over 1024: 64 horizontal reductions per row and statistic).
+pub const SPLIT_LANES: i64 = 16;
+
 /// Marks register tiles for `tessera-vectorize`.
 pub const VECTORIZE: &str = "tessera.vectorize";
+
+/// Splits the long row reductions of `module` (those that qualify, see [`SPLIT_LANES`], and
+/// have no pinned sizes): `split_reduction` with the lanes as the innermost parallel loop.
+/// An op that cannot be split stays as it is (its failure is suppressed).
+fn split_reductions(
+    env: &StageEnv<'_, '_>,
+    module: &mut melior::ir::Module<'_>,
+    stage: &str,
+) -> Result<(), Vec<Diagnostic>> {
+    let ctx = env.context.context();
+    let i64_type = IntegerType::new(ctx, 64).into();
+    let mut ranks = std::collections::BTreeSet::new();
+    walk(module, |op| {
+        let Some(op_loops) = loops(op) else { return };
+        let reductions = op_loops.0.iter().filter(|(_, r)| *r).count();
+        let innermost = op_loops.0.last().copied();
+        let qualifies = op.name() == "linalg.generic"
+            && op.result_count() == 1
+            && reductions == 1
+            && innermost.is_some_and(|(extent, reduction)| {
+                reduction && extent % SPLIT_LANES == 0 && extent >= 4 * SPLIT_LANES
+            })
+            && op.attribute("indexing_maps").is_some_and(|maps| {
+                // Projected permutations only: split_reduction rewrites a constant index
+                // (a broadcast read at 0) into an invalid op.
+                map_results(&maps.to_string())
+                    .iter()
+                    .flatten()
+                    .all(|expr| expr.starts_with('d'))
+            })
+            && op.attribute(TILE_SIZES).is_none()
+            && op.attribute(VECTOR_SIZES).is_none()
+            && !op.touches_i1();
+        let rank = op.shapes().1.first().cloned().flatten().map(|s| s.len());
+        if let (true, Some(rank)) = (qualifies, rank) {
+            op.set_attribute(SPLIT, IntegerAttribute::new(i64_type, rank as i64).into());
+            ranks.insert(rank);
+        }
+    });
+    if ranks.is_empty() {
+        return Ok(());
+    }
+    let any = "!transform.any_op";
+    let mut schedule = String::from(
+        "module attributes {transform.with_named_sequence} {\n  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n",
+    );
+    for rank in ranks {
+        let _ = writeln!(
+            schedule,
+            "    %split{rank} = transform.structured.match ops{{[\"linalg.generic\"]}} attributes {{{SPLIT} = {rank} : i64}} in %root : ({any}) -> {any}
+    transform.foreach %split{rank} : {any} {{
+    ^bb0(%op: {any}):
+      transform.sequence %op : {any} failures(suppress) {{
+      ^bb1(%o: {any}):
+        %init{rank}, %fill{rank}, %partial{rank}, %combine{rank} = transform.structured.split_reduction %o {{split_factor = {SPLIT_LANES}, insert_split_dimension = {rank}, inner_parallel}} : ({any}) -> ({any}, {any}, {any}, {any})
+      }}
+    }}"
+        );
+    }
+    schedule.push_str("    transform.yield\n  }\n}\n");
+    apply_schedule(env, module, &schedule, "of tessera-tile", stage)?;
+    walk(module, |op| op.remove_attribute(SPLIT));
+    Ok(())
+}
 
 impl Stage for Tile {
     fn name(&self) -> &'static str {
@@ -59,6 +137,9 @@ impl Stage for Tile {
         }
         let ctx = env.context.context();
         let i64_type = IntegerType::new(ctx, 64).into();
+        if forced.is_none() {
+            split_reductions(env, &mut module, self.name())?;
+        }
         let mut schedule = String::from(
             "module attributes {transform.with_named_sequence} {\n  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n",
         );
