@@ -13,9 +13,10 @@ use crate::mlir::stages::{
 use crate::mlir::strategy::{
     choose, choose_vector, loops, map_results, VectorUnit, TILE_SIZES, VECTOR_SIZES,
 };
-use crate::mlir::walk::walk;
+use crate::mlir::walk::{walk, WalkedOp};
 use melior::ir::attribute::{DenseI64ArrayAttribute, IntegerAttribute};
 use melior::ir::r#type::IntegerType;
+use melior::ir::Attribute;
 use std::fmt::Write;
 
 /// Tiling as a stage.
@@ -38,6 +39,57 @@ pub const SPLIT_LANES: i64 = 16;
 /// Marks register tiles for `tessera-vectorize`.
 pub const VECTORIZE: &str = "tessera.vectorize";
 
+/// Makes every indexing map of generic `op` (whose loops are `loops`) a projected
+/// permutation, when it only needs renaming: a size-1 input dimension read at the constant 0
+/// (a broadcast) is read at the unit loop the output uses at the same position instead (it
+/// only takes the value 0). Returns whether all maps are projected permutations now:
+/// split_reduction turns a constant index into an invalid op.
+fn unit_indices_as_loops<'c>(
+    op: &WalkedOp<'c>,
+    loops: &[(i64, bool)],
+    ctx: &'c melior::Context,
+) -> bool {
+    let Some(text) = op.attribute("indexing_maps").map(|m| m.to_string()) else {
+        return false;
+    };
+    let mut maps = map_results(&text);
+    let Some(output) = maps.last().cloned() else {
+        return false;
+    };
+    let is_unit_loop = |expr: &str| {
+        expr.strip_prefix('d')
+            .and_then(|i| i.parse::<usize>().ok())
+            .is_some_and(|i| loops.get(i).is_some_and(|&(extent, _)| extent == 1))
+    };
+    let mut changed = false;
+    for map in maps.iter_mut() {
+        if map.len() != output.len() {
+            continue;
+        }
+        for (expr, out) in map.iter_mut().zip(&output) {
+            if expr == "0" && is_unit_loop(out) {
+                *expr = out.clone();
+                changed = true;
+            }
+        }
+    }
+    if !maps.iter().flatten().all(|expr| expr.starts_with('d')) {
+        return false;
+    }
+    if changed {
+        let dims: Vec<String> = (0..loops.len()).map(|i| format!("d{i}")).collect();
+        let text: Vec<String> = maps
+            .iter()
+            .map(|m| format!("affine_map<({}) -> ({})>", dims.join(", "), m.join(", ")))
+            .collect();
+        match Attribute::parse(ctx, &format!("[{}]", text.join(", "))) {
+            Some(attribute) => op.set_attribute("indexing_maps", attribute),
+            None => return false,
+        }
+    }
+    true
+}
+
 /// Splits the long row reductions of `module` (those that qualify, see [`SPLIT_LANES`], and
 /// have no pinned sizes): `split_reduction` with the lanes as the innermost parallel loop.
 /// An op that cannot be split stays as it is (its failure is suppressed).
@@ -59,14 +111,7 @@ fn split_reductions(
             && innermost.is_some_and(|(extent, reduction)| {
                 reduction && extent % SPLIT_LANES == 0 && extent >= 4 * SPLIT_LANES
             })
-            && op.attribute("indexing_maps").is_some_and(|maps| {
-                // Projected permutations only: split_reduction rewrites a constant index
-                // (a broadcast read at 0) into an invalid op.
-                map_results(&maps.to_string())
-                    .iter()
-                    .flatten()
-                    .all(|expr| expr.starts_with('d'))
-            })
+            && unit_indices_as_loops(op, &op_loops.0, ctx)
             && op.attribute(TILE_SIZES).is_none()
             && op.attribute(VECTOR_SIZES).is_none()
             && !op.touches_i1();
