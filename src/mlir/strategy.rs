@@ -229,7 +229,8 @@ pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64], unit: VectorUnit)
                 (true, false) if Some(i + 1) == last_parallel => width(tile_rows),
                 // Reductions: one row at a time, 16 lanes along the innermost reduction, or
                 // along the innermost loop when it is parallel.
-                (false, _) if across && Some(i) == innermost => width(16),
+                // 64 lanes: independent accumulator registers, not one chain of adds.
+                (false, _) if across && Some(i) == innermost => width(64),
                 (false, _) if across => 1,
                 (false, true) if Some(i) == last_reduction => width(16),
                 (false, true) => 1,
@@ -334,7 +335,7 @@ mod tests {
         let columns = Loops(vec![(64, true), (32, false), (1, false)]);
         assert_eq!(
             choose_vector("linalg.generic", &columns, &[0, 32, 1], VectorUnit::AVX2),
-            [1, 16, 1]
+            [1, 32, 1]
         );
         let elementwise = Loops(vec![(64, false), (256, false)]);
         assert_eq!(

@@ -29,12 +29,14 @@ const MARKER: &str = "tessera.tile_id";
 /// lanes' dimension goes).
 const SPLIT: &str = "tessera.split_rank";
 
-/// Reductions along their innermost loop over at least `4 * SPLIT_LANES` elements (a multiple
-/// of it) are split: a partial reduction keeps `SPLIT_LANES` sums per row in one vector
-/// (loads and adds, no shuffles), then one horizontal reduction per row combines them. Left
-/// as they were, they reduced each 16-element chunk across its lanes, shuffles included
-/// (layer norm over 1024: 64 horizontal reductions per row and statistic).
-pub const SPLIT_LANES: i64 = 16;
+/// Reductions along their innermost loop over at least `2 * SPLIT_LANES` elements (a multiple
+/// of it) are split: a partial reduction keeps `SPLIT_LANES` sums per row in vectors (loads
+/// and adds, no shuffles; 64 lanes are 4 AVX-512 or 8 AVX2 registers, independent chains of
+/// adds, where one register's chain waited on the add latency at every step), then one
+/// horizontal reduction per row combines them. Left as they were, they reduced each
+/// 16-element chunk across its lanes, shuffles included (layer norm over 1024: 64 horizontal
+/// reductions per row and statistic).
+pub const SPLIT_LANES: i64 = 64;
 
 /// Marks register tiles for `tessera-vectorize`.
 pub const VECTORIZE: &str = "tessera.vectorize";
@@ -109,7 +111,7 @@ fn split_reductions(
             && op.result_count() == 1
             && reductions == 1
             && innermost.is_some_and(|(extent, reduction)| {
-                reduction && extent % SPLIT_LANES == 0 && extent >= 4 * SPLIT_LANES
+                reduction && extent % SPLIT_LANES == 0 && extent >= 2 * SPLIT_LANES
             })
             && unit_indices_as_loops(op, &op_loops.0, ctx)
             && op.attribute(TILE_SIZES).is_none()
