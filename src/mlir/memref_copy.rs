@@ -39,9 +39,28 @@ impl Strided {
     }
 }
 
+/// The dimensions of a copy with the addresses they step: unit dimensions dropped (they move
+/// nothing), and neighbours merged where both sides are contiguous across them, so that a
+/// copy into the interior of a padded buffer moves whole rows, not single elements.
+fn coalesced(src: &Strided, dst: &Strided) -> Vec<(i64, i64, i64)> {
+    let mut dims: Vec<(i64, i64, i64)> = Vec::new();
+    for ((&size, &from), &to) in src.sizes.iter().zip(&src.strides).zip(&dst.strides) {
+        if size == 1 {
+            continue;
+        }
+        match dims.last_mut() {
+            Some(last) if last.1 == size * from && last.2 == size * to => {
+                *last = (last.0 * size, from, to);
+            }
+            _ => dims.push((size, from, to)),
+        }
+    }
+    dims
+}
+
 /// `void memrefCopy(int64_t elemSize, UnrankedMemRefType<char> *src, UnrankedMemRefType<char>
-/// *dst)`: copies every element of `src` into `dst` (same shape), row by row where the
-/// innermost dimension is contiguous in both.
+/// *dst)`: copies every element of `src` into `dst` (same shape), whole rows at a time where
+/// the innermost (coalesced) dimension is contiguous on both sides.
 pub(crate) extern "C" fn memref_copy(
     element_size: i64,
     source: *const UnrankedMemRef,
@@ -52,38 +71,39 @@ pub(crate) extern "C" fn memref_copy(
     unsafe {
         let src = Strided::read(source, element_size);
         let dst = Strided::read(target, element_size);
-        let rank = src.sizes.len();
         if src.sizes.contains(&0) {
             return;
         }
-        if rank == 0 {
-            std::ptr::copy(src.data, dst.data, element_size as usize);
-            return;
-        }
-        let inner = rank - 1;
-        let contiguous = src.strides[inner] == element_size && dst.strides[inner] == element_size;
-        let (row_elements, row_bytes) = if contiguous {
-            (src.sizes[inner], (src.sizes[inner] * element_size) as usize)
-        } else {
-            (1, element_size as usize)
-        };
-        let mut index = vec![0i64; rank];
+        let mut dims = coalesced(&src, &dst);
+        // The row each step copies: the innermost dimension when contiguous on both sides.
+        let row_bytes = match dims.last() {
+            Some(&(size, from, to)) if from == element_size && to == element_size => {
+                dims.pop();
+                size * element_size
+            }
+            _ => element_size,
+        } as usize;
+        let mut index = vec![0i64; dims.len()];
+        let (mut read, mut write) = (0isize, 0isize);
         loop {
-            let offset = |strides: &[i64]| -> isize {
-                index.iter().zip(strides).map(|(i, s)| i * s).sum::<i64>() as isize
-            };
-            let (read, write) = (offset(&src.strides), offset(&dst.strides));
             std::ptr::copy(src.data.offset(read), dst.data.offset(write), row_bytes);
-            // The next row: step the innermost axis by the row's elements, carry outwards.
-            let mut axis = inner;
-            index[axis] += row_elements;
-            while index[axis] >= src.sizes[axis] {
+            // The next row: step the innermost dimension, carry outwards.
+            let mut axis = dims.len();
+            loop {
                 if axis == 0 {
                     return;
                 }
-                index[axis] = 0;
                 axis -= 1;
+                let (size, from, to) = dims[axis];
                 index[axis] += 1;
+                read += from as isize;
+                write += to as isize;
+                if index[axis] < size {
+                    break;
+                }
+                index[axis] = 0;
+                read -= (size * from) as isize;
+                write -= (size * to) as isize;
             }
         }
     }
@@ -119,7 +139,7 @@ mod tests {
         };
         memref_copy(4, &src, &dst);
         assert_eq!(target, [6.0, 11.0, 7.0, 12.0, 8.0, 13.0]);
-        // Contiguous rows both ways, and rank 0.
+        // Contiguous rows both ways (merged into one copy), a unit dimension, and rank 0.
         let mut rows = vec![0f32; 6];
         let rows_words = descriptor(rows.as_mut_ptr(), 0, &[2, 3], &[3, 1]);
         let rows_ref = UnrankedMemRef {
@@ -128,6 +148,26 @@ mod tests {
         };
         memref_copy(4, &src, &rows_ref);
         assert_eq!(rows, [6.0, 7.0, 8.0, 11.0, 12.0, 13.0]);
+        // The interior of a padded 4x5x1 buffer from a 2x3x1 one: rows of 3 at stride 5.
+        let mut small: Vec<f32> = (1..=6).map(|i| i as f32).collect();
+        let mut padded = vec![0f32; 20];
+        let small_words = descriptor(small.as_mut_ptr(), 0, &[2, 3, 1], &[3, 1, 1]);
+        let padded_words = descriptor(padded.as_mut_ptr(), 6, &[2, 3, 1], &[5, 1, 1]);
+        memref_copy(
+            4,
+            &UnrankedMemRef {
+                rank: 3,
+                descriptor: small_words.as_ptr(),
+            },
+            &UnrankedMemRef {
+                rank: 3,
+                descriptor: padded_words.as_ptr(),
+            },
+        );
+        assert_eq!(
+            &padded[5..15],
+            [0.0, 1.0, 2.0, 3.0, 0.0, 0.0, 4.0, 5.0, 6.0, 0.0]
+        );
         let mut one = [0f32];
         let one_words = descriptor(one.as_mut_ptr(), 0, &[], &[]);
         let scalar_src = descriptor(source.as_mut_ptr(), 19, &[], &[]);
