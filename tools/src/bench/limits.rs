@@ -10,6 +10,7 @@ use tessera::mlir::memref::HostBuffer;
 use tessera::mlir::pipeline::Pipeline;
 use tessera::mlir::runner::{run_pipeline, Instrumentation};
 use tessera::mlir::stages::{Program, StageEnv};
+use tessera::mlir::strategy::VectorUnit;
 use tessera::mlir::MlirContext;
 use tessera::source::SourceFile;
 use tessera::types::{ElementType, TensorType};
@@ -33,18 +34,9 @@ const FMA_STEPS: usize = 1 << 20;
 /// Floats copied per call of the copy loop: 64 MiB, far beyond the last-level cache.
 const COPY_FLOATS: usize = 1 << 24;
 
-/// The host's vector width in f32 lanes (the widest its features allow).
+/// The host's vector width in f32 lanes (the vector unit the strategy sizes tiles for).
 pub fn lanes() -> usize {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx512f") {
-            return 16;
-        }
-        if std::is_x86_feature_detected!("avx") {
-            return 8;
-        }
-    }
-    4
+    VectorUnit::host().lanes as usize
 }
 
 /// Measures both limits, each for about `time`.
