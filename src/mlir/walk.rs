@@ -383,9 +383,9 @@ impl<'c> WalkedOp<'c> {
         unsafe { mlir_sys::mlirOperationDestroy(self.raw) }
     }
 
-    /// The number of operations nested in this one's regions.
-    pub fn nested_count(&self) -> usize {
-        let mut count = 0;
+    /// The operations nested in this one's regions, at any depth.
+    pub fn nested_ops(&self) -> Vec<WalkedOp<'c>> {
+        let mut nested = Vec::new();
         let mut pending = vec![self.raw];
         // SAFETY: as in `walk`: lists are read, not changed.
         unsafe {
@@ -396,7 +396,7 @@ impl<'c> WalkedOp<'c> {
                     while !block.ptr.is_null() {
                         let mut child = mlir_sys::mlirBlockGetFirstOperation(block);
                         while !child.ptr.is_null() {
-                            count += 1;
+                            nested.push(WalkedOp::from_raw(child));
                             pending.push(child);
                             child = mlir_sys::mlirOperationGetNextInBlock(child);
                         }
@@ -405,7 +405,7 @@ impl<'c> WalkedOp<'c> {
                 }
             }
         }
-        count
+        nested
     }
 
     /// The number of operands.

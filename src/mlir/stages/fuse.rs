@@ -407,6 +407,27 @@ const MAX_DUPLICATION_ROUNDS: usize = 4;
 /// consumers.
 const CHEAP_PAYLOAD: usize = 8;
 
+/// What a transcendental (`math.exp`, `math.tanh`, ...) counts for in a payload: it becomes a
+/// polynomial of 10 to 20 operations. A softmax's exp(x - max), copied into both the sum and
+/// the normalization, was computed twice per element (attention fused slower than unfused).
+const TRANSCENDENTAL_COST: usize = 12;
+
+/// The scalar operations `op`'s payload costs, transcendentals at their polynomial's size.
+fn payload_cost(op: &WalkedOp<'_>) -> usize {
+    op.nested_ops()
+        .iter()
+        .map(|nested| {
+            let name = nested.name();
+            let cheap_math = ["math.absf", "math.fma", "math.sqrt", "math.rsqrt"];
+            if name.starts_with("math.") && !cheap_math.contains(&name.as_str()) {
+                TRANSCENDENTAL_COST
+            } else {
+                1
+            }
+        })
+        .sum()
+}
+
 /// Copies each cheap elementwise generic with several uses, all by generics that read each of
 /// its elements once, into every consumer after the first, so that fusion can move each copy
 /// into its consumer. Returns whether anything was copied.
@@ -417,7 +438,7 @@ fn duplicate_cheap_producers(module: &melior::ir::Module<'_>) -> bool {
             && op
                 .attribute("iterator_types")
                 .is_some_and(|k| !k.to_string().contains("reduction"));
-        if !elementwise || op.nested_count() > CHEAP_PAYLOAD + 1 {
+        if !elementwise || payload_cost(op) > CHEAP_PAYLOAD + 1 {
             return;
         }
         let uses = op.uses();
