@@ -7,7 +7,7 @@ use crate::exec::tensor::Tensor;
 use crate::ir::Module;
 use crate::mlir::alloc_counter::{mlir_aligned_alloc, mlir_alloc, mlir_free};
 use crate::mlir::bf16_conversions::{trunc_f32_to_bf16, trunc_f64_to_bf16};
-use crate::mlir::llvm::llvm_ir;
+use crate::mlir::llvm::translates_to_llvm_ir;
 use crate::mlir::memref::HostBuffer;
 use crate::mlir::memref_copy::memref_copy;
 use crate::types::TensorType;
@@ -121,7 +121,9 @@ pub fn write_object_file(
     opt_level: u32,
     path: &std::path::Path,
 ) -> Result<(), String> {
-    llvm_ir(llvm_module).ok_or("the lowered module does not translate to LLVM IR")?;
+    if !translates_to_llvm_ir(llvm_module) {
+        return Err("the lowered module does not translate to LLVM IR".into());
+    }
     let engine = engine(llvm_module, opt_level, true);
     // Compilation is lazy: looking the functions up makes the engine emit their code.
     for signature in signatures {
@@ -157,7 +159,9 @@ impl Jit {
         signatures: Vec<Signature>,
         opt_level: u32,
     ) -> Option<Jit> {
-        llvm_ir(llvm_module)?;
+        if !translates_to_llvm_ir(llvm_module) {
+            return None;
+        }
         let engine = engine(llvm_module, opt_level, false);
         // Code generation is lazy: looking every entry point up now makes compile time
         // include it, and the first call only a call.

@@ -13,25 +13,46 @@ extern "C" {
 }
 
 /// The LLVM IR of `module`, or `None` when it does not translate (it is not fully in the
-/// LLVM dialect). Translating first is also how the JIT knows a module is safe to compile.
+/// LLVM dialect).
 pub fn llvm_ir(module: &Module<'_>) -> Option<String> {
+    with_translation(module, |translated| {
+        // SAFETY: `translated` is a live module; the printed string is copied and then
+        // released with LLVMDisposeMessage, as the LLVM-C API requires.
+        unsafe {
+            let raw = LLVMPrintModuleToString(translated);
+            let text = CStr::from_ptr(raw).to_string_lossy().into_owned();
+            LLVMDisposeMessage(raw);
+            text
+        }
+    })
+}
+
+/// Whether `module` translates to LLVM IR: how the JIT knows a module is safe to compile (the
+/// engine reports no failure and would crash on such a module). Nothing is printed.
+pub fn translates_to_llvm_ir(module: &Module<'_>) -> bool {
+    with_translation(module, |_| ()).is_some()
+}
+
+/// `use_module` applied to the LLVM translation of `module`, or `None` when it does not
+/// translate.
+fn with_translation<T>(
+    module: &Module<'_>,
+    use_module: impl FnOnce(mlir_sys::LLVMModuleRef) -> T,
+) -> Option<T> {
     // SAFETY: the LLVM context is created here and disposed after the module it owns; the
-    // translated module is checked for null before use; the printed string is copied and
-    // then released with LLVMDisposeMessage, as the LLVM-C API requires.
+    // translated module is checked for null before use and disposed after it.
     unsafe {
         let context = LLVMContextCreate();
         let translated =
             mlir_sys::mlirTranslateModuleToLLVMIR(module.as_operation().to_raw(), context);
-        let text = if translated.is_null() {
+        let result = if translated.is_null() {
             None
         } else {
-            let raw = LLVMPrintModuleToString(translated);
-            let text = CStr::from_ptr(raw).to_string_lossy().into_owned();
-            LLVMDisposeMessage(raw);
+            let result = use_module(translated);
             LLVMDisposeModule(translated);
-            Some(text)
+            Some(result)
         };
         LLVMContextDispose(context);
-        text
+        result
     }
 }
