@@ -7,6 +7,7 @@
 pub mod chart;
 pub mod limits;
 pub mod measure;
+mod progress;
 pub mod report;
 pub mod workloads;
 
@@ -14,7 +15,8 @@ use crate::registry;
 use clap::Parser;
 use limits::Limits;
 use measure::{time_calls, Budget, Latency};
-use std::io::{IsTerminal, Write};
+use progress::Progress;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -187,8 +189,7 @@ fn bench(args: &BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(
     let workloads = chosen_workloads(args)?;
     let modes = chosen_modes(args);
     let time = Duration::from_secs_f64(args.time);
-    let progress = Progress::new(err, workloads.len() * modes.len() + 1);
-    let mut progress = progress;
+    let mut progress = Progress::new(err, workloads.len() * modes.len() + 1);
     progress.step("machine limits");
     let limits = limits::measure(time.max(Duration::from_millis(50)))?;
     let mut results = Vec::new();
@@ -442,50 +443,4 @@ fn save_tensors(dir: &Path, inputs: &[Tensor], outputs: &[Tensor]) -> Result<(),
             .map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
     }
     Ok(())
-}
-
-/// A one-line progress bar on a terminal (nothing otherwise).
-struct Progress<'w> {
-    err: &'w mut dyn Write,
-    total: usize,
-    done: usize,
-    shown: bool,
-}
-
-impl<'w> Progress<'w> {
-    fn new(err: &'w mut dyn Write, total: usize) -> Progress<'w> {
-        let shown = std::io::stderr().is_terminal();
-        Progress {
-            err,
-            total,
-            done: 0,
-            shown,
-        }
-    }
-
-    /// Shows that step `what` starts.
-    fn step(&mut self, what: &str) {
-        if self.shown {
-            let width = 30;
-            let filled = width * self.done / self.total.max(1);
-            let _ = write!(
-                self.err,
-                "\r\x1b[2K[{}{}] {}/{} {what}",
-                "#".repeat(filled),
-                " ".repeat(width - filled),
-                self.done,
-                self.total
-            );
-            let _ = self.err.flush();
-        }
-        self.done += 1;
-    }
-
-    /// Clears the bar.
-    fn finish(&mut self) {
-        if self.shown {
-            let _ = write!(self.err, "\r\x1b[2K");
-            let _ = self.err.flush();
-        }
-    }
 }
