@@ -170,21 +170,32 @@ impl Measurement {
 
 /// Runs `tessera-bench`: the table to `out`, progress and errors to `err`.
 pub fn run_bench(args: &BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> ExitCode {
-    match bench(args, out, err) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            let _ = writeln!(err, "tessera-bench: error: {}", message.trim_end());
-            ExitCode::FAILURE
-        }
+    let text = match bench(args, out, err) {
+        Ok(()) => return ExitCode::SUCCESS,
+        Err(Failure::Message(message)) => format!("tessera-bench: error: {message}"),
+        Err(Failure::Diagnostics(rendered)) => rendered,
+    };
+    let _ = writeln!(err, "{}", text.trim_end());
+    ExitCode::FAILURE
+}
+
+/// Why a run stopped.
+enum Failure {
+    /// A message of tessera-bench's own.
+    Message(String),
+    /// Diagnostics of a model, rendered (`file:line:col: error: ...` with the source line).
+    Diagnostics(String),
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Failure {
+        Failure::Message(message)
     }
 }
 
-fn bench(args: &BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), String> {
+fn bench(args: &BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Failure> {
     if !(args.time.is_finite() && args.time >= 0.0) {
-        return Err(format!(
-            "--time must be a number of seconds, not {}",
-            args.time
-        ));
+        return Err(format!("--time must be a number of seconds, not {}", args.time).into());
     }
     let workloads = chosen_workloads(args)?;
     let modes = chosen_modes(args);
@@ -231,13 +242,13 @@ fn settings(args: &BenchArgs, modes: &[Mode]) -> report::Settings {
 }
 
 /// The workloads the arguments ask for.
-fn chosen_workloads(args: &BenchArgs) -> Result<Vec<Workload>, String> {
+fn chosen_workloads(args: &BenchArgs) -> Result<Vec<Workload>, Failure> {
     if let Some(path) = &args.model {
         let name = path.display().to_string();
         let bytes = std::fs::read(path).map_err(|e| format!("cannot read '{name}': {e}"))?;
         let (file, decode_error) = decode(&name, &bytes);
         if let Some(diag) = decode_error {
-            return Err(diag.render(&file));
+            return Err(Failure::Diagnostics(diag.render(&file)));
         }
         let source = file.text().to_string();
         let id = path
@@ -255,7 +266,7 @@ fn chosen_workloads(args: &BenchArgs) -> Result<Vec<Workload>, String> {
         }]);
     }
     if args.entry.is_some() {
-        return Err("--entry needs a MODEL".into());
+        return Err("--entry needs a MODEL".to_string().into());
     }
     let ids: Vec<&str> = if args.workload.is_empty() {
         BUILTIN_IDS.to_vec()
@@ -265,10 +276,10 @@ fn chosen_workloads(args: &BenchArgs) -> Result<Vec<Workload>, String> {
     ids.iter()
         .map(|id| {
             workloads::builtin(id).ok_or_else(|| {
-                format!(
+                Failure::Message(format!(
                     "unknown workload '{id}' (workloads: {})",
                     BUILTIN_IDS.join(", ")
-                )
+                ))
             })
         })
         .collect()
@@ -317,18 +328,19 @@ fn measure_workload(
     mode: Mode,
     time: Duration,
     save: Option<&Path>,
-) -> Result<Measurement, String> {
+) -> Result<Measurement, Failure> {
     let file = SourceFile::new(workload.path.clone(), workload.source.clone());
     let registry = registry();
-    let module = load(&file, 0..file.text().len(), &registry).map_err(|d| render_all(&d, &file))?;
+    let module = load(&file, 0..file.text().len(), &registry)
+        .map_err(|d| Failure::Diagnostics(render_all(&d, &file)))?;
     let entry = match workload.entry.as_str() {
         "" if module.funcs.len() == 1 => 0,
         "" => {
-            return Err(format!(
+            return Err(Failure::Message(format!(
                 "{} has {} functions: choose one with --entry",
                 workload.path,
                 module.funcs.len()
-            ))
+            )))
         }
         name => module
             .funcs
@@ -353,15 +365,15 @@ fn measure_workload(
             &env,
             &mut std::io::sink(),
         )
-        .map_err(|d| render_all(&d, &file))?;
+        .map_err(|d| Failure::Diagnostics(render_all(&d, &file)))?;
         reports
             .iter()
             .find(|r| r.name == func.name)
             .map_or(0, |r| r.kernels.len())
     };
     let context = MlirContext::new();
-    let (jit, times) =
-        compile(&context, &module, &file, &pipeline, 3).map_err(|d| render_all(&d, &file))?;
+    let (jit, times) = compile(&context, &module, &file, &pipeline, 3)
+        .map_err(|d| Failure::Diagnostics(render_all(&d, &file)))?;
     let tensors: Vec<Tensor> = func
         .params
         .iter()

@@ -180,3 +180,26 @@ fn flops_are_counted_on_the_decomposed_model() {
         256 * 36 + 64 * 4
     );
 }
+
+#[test]
+fn a_model_with_errors_gets_its_diagnostics() {
+    let dir = std::env::temp_dir().join(format!("tessera-bench-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    let model = dir.join("bad.tsr");
+    std::fs::write(
+        &model,
+        "func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n  %y = array.neg %z\n  return %y : tensor<4xf32>\n}\n",
+    )
+    .expect("model written");
+    let out = bench(&[model.to_str().unwrap(), "--time", "0"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with(&format!(
+            "{}:2:18: error: use of undefined value '%z'",
+            model.display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("tessera-bench: error:"), "{err}");
+}
