@@ -243,11 +243,36 @@ pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64], unit: VectorUnit)
         .collect()
 }
 
-/// The cache tile sizes the strategy picks for `name` with `loops`.
+/// The cache tile sizes the strategy picks for `name` with `loops`. Elementwise ops reuse
+/// nothing across a tile: they go one row at a time, the whole row (16 x 64 blocks read 256
+/// bytes per row at a 4 KiB stride, 48 streams for an add, and ran an add over 4096 x 1024
+/// 2.4x slower than LLVM's loop at -O0; whole rows also compile faster).
 pub fn choose(name: &str, loops: &Loops) -> Vec<i64> {
+    let elementwise = loops.0.iter().all(|(_, reduction)| !reduction)
+        && !name.starts_with("linalg.conv_2d")
+        && !name.starts_with("linalg.pooling_nhwc");
     if name == FILL {
         return vec![0; loops.0.len()];
     }
+    if elementwise {
+        let last = loops.0.len().saturating_sub(1);
+        return (0..loops.0.len())
+            .map(|i| if i == last { 0 } else { 1 })
+            .collect();
+    }
+    blocks(name, loops)
+}
+
+/// The tiles of a matmul or convolution fused with its elementwise epilogue, over the
+/// epilogue's `loops`: blocks of 16 rows by 64 columns, which the contraction's own cache and
+/// register tiles then divide.
+pub fn epilogue_tiles(loops: &Loops) -> Vec<i64> {
+    blocks("linalg.generic", loops)
+}
+
+/// Blocks of 16 along the parallel loops and 64 along the innermost one; matmul also blocks K
+/// by 256 (for cache reuse); other reductions stay whole.
+fn blocks(name: &str, loops: &Loops) -> Vec<i64> {
     let parallel_count = loops.0.iter().filter(|(_, r)| !r).count();
     let mut parallel_seen = 0;
     loops
@@ -255,7 +280,6 @@ pub fn choose(name: &str, loops: &Loops) -> Vec<i64> {
         .iter()
         .map(|&(extent, reduction)| {
             if reduction {
-                // Matmul blocks K for cache reuse; other reductions stay whole.
                 return if name == "linalg.matmul" || name == "linalg.batch_matmul" {
                     divisor_at_most(extent, 256)
                 } else {
@@ -338,6 +362,12 @@ mod tests {
             [1, 32, 1]
         );
         let elementwise = Loops(vec![(64, false), (256, false)]);
+        assert_eq!(choose("linalg.generic", &elementwise), [1, 0], "whole rows");
+        assert_eq!(
+            epilogue_tiles(&elementwise),
+            [16, 64],
+            "blocks around a matmul"
+        );
         assert_eq!(
             choose_vector(
                 "linalg.generic",

@@ -54,7 +54,12 @@ impl Stage for Bufferize {
         copy_aliased_results(&module);
         run_upstream(env, &mut module, BUFFERIZE, self.name())?;
         number_globals(env.context.context(), &module);
-        run_upstream(env, &mut module, OUT_PARAMS, self.name())?;
+        run_upstream(
+            env,
+            &mut module,
+            &format!("canonicalize,{OUT_PARAMS}"),
+            self.name(),
+        )?;
         run_upstream(env, &mut module, DEALLOCATE, self.name())?;
         Ok(Program::Mlir(module))
     }

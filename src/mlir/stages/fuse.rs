@@ -27,7 +27,7 @@
 use crate::diag::Diagnostic;
 use crate::mlir::schedule::apply_schedule;
 use crate::mlir::stages::{expect_mlir, run_upstream, Program, Stage, StageEnv, StageOptions};
-use crate::mlir::strategy::{choose, divisor_at_most, loops, reads_per_element};
+use crate::mlir::strategy::{divisor_at_most, epilogue_tiles, loops, reads_per_element};
 use crate::mlir::walk::{walk, WalkedOp};
 use melior::ir::attribute::IntegerAttribute;
 use melior::ir::r#type::IntegerType;
@@ -486,7 +486,7 @@ fn epilogue_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) ->
         let Some(consumer_loops) = loops(&consumer).filter(|_| elementwise) else {
             return;
         };
-        let sizes = choose("linalg.generic", &consumer_loops);
+        let sizes = epilogue_tiles(&consumer_loops);
         if sizes.iter().all(|&s| s == 0) {
             return;
         }
