@@ -12,6 +12,13 @@ use melior::ir::Module;
 /// The entry point a schedule must define.
 pub const ENTRY: &str = "__transform_main";
 
+/// The start of a generated schedule: its module and entry point, whose payload handle is
+/// `%root`; operations follow, then [`SCHEDULE_TAIL`].
+pub const SCHEDULE_HEAD: &str = "module attributes {transform.with_named_sequence} {\n  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n";
+
+/// The end of a generated schedule.
+pub const SCHEDULE_TAIL: &str = "    transform.yield\n  }\n}\n";
+
 /// Applies the schedule in `text` (named `origin` in messages) to `payload`.
 pub fn apply_schedule(
     env: &StageEnv<'_, '_>,

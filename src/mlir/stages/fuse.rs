@@ -25,7 +25,7 @@
 //! Precondition: MLIR on tensors (before bufferization).
 
 use crate::diag::Diagnostic;
-use crate::mlir::schedule::apply_schedule;
+use crate::mlir::schedule::{apply_schedule, SCHEDULE_HEAD, SCHEDULE_TAIL};
 use crate::mlir::stages::{expect_mlir, run_upstream, Program, Stage, StageEnv, StageOptions};
 use crate::mlir::strategy::{divisor_at_most, epilogue_tiles, loops, reads_per_element};
 use crate::mlir::walk::{walk, WalkedOp};
@@ -50,12 +50,6 @@ const ANCHOR: &str = "tessera.fuse_anchor";
 const INIT: &str = "tessera.fuse_init";
 const ROW_ROOT: &str = "tessera.fuse_rows";
 const SIBLING: &str = "tessera.fuse_sibling";
-
-/// The start of a schedule: the named sequence the interpreter runs, on `%root`.
-const SCHEDULE_HEAD: &str = "module attributes {transform.with_named_sequence} {\n  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n";
-
-/// The end of a schedule.
-const SCHEDULE_TAIL: &str = "    transform.yield\n  }\n}\n";
 
 /// The most rows a row tile holds.
 const ROW_TILE: i64 = 8;

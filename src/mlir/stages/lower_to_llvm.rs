@@ -58,15 +58,12 @@ impl Stage for LowerToLlvm {
         options: &StageOptions,
     ) -> Result<Program<'c>, Vec<Diagnostic>> {
         let mut module = expect_mlir(program, self.name())?;
-        let passes = match options.0.get("math").map(String::as_str) {
-            None | Some("approximate") => format!("{STRUCTURE},{APPROXIMATE},{REST}"),
+        let math = options
+            .choice("math", &["approximate", "libm"])
+            .map_err(|e| stage_error(self.name(), e))?;
+        let passes = match math {
             Some("libm") => format!("{STRUCTURE},{REST}"),
-            Some(other) => {
-                return Err(stage_error(
-                    self.name(),
-                    format!("option 'math' must be 'approximate' or 'libm', but is '{other}'"),
-                ))
-            }
+            _ => format!("{STRUCTURE},{APPROXIMATE},{REST}"),
         };
         run_upstream(env, &mut module, &passes, self.name())?;
         let ctx = env.context.context();

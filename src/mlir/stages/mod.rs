@@ -70,6 +70,23 @@ pub struct StageOption {
 pub struct StageOptions(pub BTreeMap<String, String>);
 
 impl StageOptions {
+    /// Option `key`, which must be one of `allowed` when written.
+    pub fn choice(&self, key: &str, allowed: &[&str]) -> Result<Option<&str>, String> {
+        match self.0.get(key).map(String::as_str) {
+            None => Ok(None),
+            Some(value) if allowed.contains(&value) => Ok(Some(value)),
+            Some(other) => {
+                let quoted: Vec<String> = allowed.iter().map(|a| format!("'{a}'")).collect();
+                let listed = match quoted.split_last() {
+                    Some((last, [])) => last.clone(),
+                    Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+                    None => String::new(),
+                };
+                Err(format!("option '{key}' must be {listed}, but is '{other}'"))
+            }
+        }
+    }
+
     /// Option `key` as a list of integers (`64,64,32`), when written.
     pub fn int_list(&self, key: &str) -> Option<Result<Vec<i64>, String>> {
         self.0.get(key).map(|text| {

@@ -6,7 +6,7 @@
 //! accumulate in vector lanes (see [`SPLIT_LANES`]). Precondition: linalg on tensors.
 
 use crate::diag::Diagnostic;
-use crate::mlir::schedule::apply_schedule;
+use crate::mlir::schedule::{apply_schedule, SCHEDULE_HEAD, SCHEDULE_TAIL};
 use crate::mlir::stages::{
     expect_mlir, stage_error, Program, Stage, StageEnv, StageOption, StageOptions,
 };
@@ -127,9 +127,7 @@ fn split_reductions(
         return Ok(());
     }
     let any = "!transform.any_op";
-    let mut schedule = String::from(
-        "module attributes {transform.with_named_sequence} {\n  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n",
-    );
+    let mut schedule = String::from(SCHEDULE_HEAD);
     for rank in ranks {
         let _ = writeln!(
             schedule,
@@ -143,7 +141,7 @@ fn split_reductions(
     }}"
         );
     }
-    schedule.push_str("    transform.yield\n  }\n}\n");
+    schedule.push_str(SCHEDULE_TAIL);
     apply_schedule(env, module, &schedule, "of tessera-tile", stage)?;
     walk(module, |op| op.remove_attribute(SPLIT));
     Ok(())
@@ -187,19 +185,14 @@ impl Stage for Tile {
         if forced.is_none() {
             split_reductions(env, &mut module, self.name())?;
         }
-        let mut schedule = String::from(
-            "module attributes {transform.with_named_sequence} {\n  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n",
-        );
-        let unit = match options.0.get("unit").map(String::as_str) {
-            None => VectorUnit::host(),
+        let mut schedule = String::from(SCHEDULE_HEAD);
+        let unit = match options
+            .choice("unit", &["avx2", "avx512"])
+            .map_err(|e| stage_error(self.name(), e))?
+        {
             Some("avx2") => VectorUnit::AVX2,
-            Some("avx512") => VectorUnit::AVX512,
-            Some(other) => {
-                return Err(stage_error(
-                    self.name(),
-                    format!("option 'unit' must be 'avx2' or 'avx512', but is '{other}'"),
-                ))
-            }
+            Some(_) => VectorUnit::AVX512,
+            None => VectorUnit::host(),
         };
         let mut count = 0;
         walk(&module, |op| {
@@ -269,7 +262,7 @@ impl Stage for Tile {
             }
             count += 1;
         });
-        schedule.push_str("    transform.yield\n  }\n}\n");
+        schedule.push_str(SCHEDULE_TAIL);
         if count > 0 {
             apply_schedule(env, &mut module, &schedule, "of tessera-tile", self.name())?;
         }
