@@ -28,7 +28,8 @@ fn main() {
     build
         .cpp(true)
         .warnings(false)
-        .file("src/mlir/cxx/polynomial_approximation.cpp");
+        .file("src/mlir/cxx/polynomial_approximation.cpp")
+        .file("src/mlir/cxx/parallel_loops.cpp");
     for flag in flags.split_whitespace() {
         build.flag(flag);
     }

@@ -15,6 +15,8 @@ use std::sync::Once;
 extern "C" {
     /// Registers `math-polynomial-approximation` (src/mlir/cxx/polynomial_approximation.cpp).
     fn tesseraRegisterPolynomialApproximationPass();
+    /// Registers `tessera-loops-to-parallel` (src/mlir/cxx/parallel_loops.cpp).
+    fn tesseraRegisterLoopsToParallelPass();
 }
 
 /// A diagnostic MLIR emitted, with its location as MLIR prints it.
@@ -48,7 +50,10 @@ impl MlirContext {
             register_all_passes();
             // SAFETY: registration only adds to MLIR's global pass registry; `Once` keeps it
             // to one call, before any pipeline is parsed.
-            unsafe { tesseraRegisterPolynomialApproximationPass() };
+            unsafe {
+                tesseraRegisterPolynomialApproximationPass();
+                tesseraRegisterLoopsToParallelPass();
+            }
         });
         let context = Context::new();
         let registry = DialectRegistry::new();

@@ -6,11 +6,13 @@
 use crate::exec::tensor::Tensor;
 use crate::ir::Module;
 use crate::mlir::alloc_counter::{mlir_aligned_alloc, mlir_alloc, mlir_free};
+use crate::mlir::async_runtime;
 use crate::mlir::bf16_conversions::{trunc_f32_to_bf16, trunc_f64_to_bf16};
 use crate::mlir::llvm::translates_to_llvm_ir;
 use crate::mlir::memref::HostBuffer;
 use crate::mlir::memref_copy::memref_copy;
 use crate::types::TensorType;
+use melior::ir::attribute::IntegerAttribute;
 use melior::ExecutionEngine;
 
 /// A function's interface: parameter names and types, result types.
@@ -106,6 +108,9 @@ fn engine(
             mlir_aligned_alloc as *mut (),
         );
         engine.register_symbol("_mlir_memref_to_llvm_free", mlir_free as *mut ());
+        for (name, function) in async_runtime::symbols() {
+            engine.register_symbol(name, function);
+        }
     }
     engine
 }
@@ -147,7 +152,12 @@ pub fn write_object_file(
 pub struct Jit {
     engine: ExecutionEngine,
     signatures: Vec<Signature>,
+    /// The threads its parallel loops were compiled for (`tessera.threads`; 1 without).
+    threads: usize,
 }
+
+/// The module attribute `tessera-parallelize` records its thread count in.
+pub const THREADS_ATTRIBUTE: &str = "tessera.threads";
 
 impl Jit {
     /// Compiles `llvm_module` (fully in the LLVM dialect) whose functions have `signatures`;
@@ -168,7 +178,22 @@ impl Jit {
         let all_found = signatures
             .iter()
             .all(|s| !engine.lookup(&format!("_mlir_ciface_{}", s.name)).is_null());
-        all_found.then_some(Jit { engine, signatures })
+        let threads = llvm_module
+            .as_operation()
+            .attribute(THREADS_ATTRIBUTE)
+            .ok()
+            .and_then(|a| IntegerAttribute::try_from(a).ok())
+            .map_or(1, |a| usize::try_from(a.value()).unwrap_or(1).max(1));
+        all_found.then_some(Jit {
+            engine,
+            signatures,
+            threads,
+        })
+    }
+
+    /// The threads a call runs on.
+    pub fn threads(&self) -> usize {
+        self.threads
     }
 
     /// The signature of function `name`.
@@ -257,6 +282,7 @@ impl Jit {
             .iter_mut()
             .map(|p| p as *mut *mut i64 as *mut ())
             .collect();
+        async_runtime::set_active_threads(self.threads);
         // SAFETY: the C interface of a function with N inputs and M results (made
         // out-parameters by bufferization) takes N + M pointers to strided memref
         // descriptors; each argument points to such a pointer, each descriptor describes a

@@ -4,6 +4,7 @@
 
 pub mod affine;
 pub mod alloc_counter;
+pub mod async_runtime;
 mod bf16_conversions;
 pub mod compile;
 mod context;

@@ -105,6 +105,25 @@ impl Pipeline {
         Pipeline { elements }
     }
 
+    /// The pipeline run on `threads` threads: `tessera-parallelize{threads=N}` after
+    /// bufferization, when `threads` is more than one and the pipeline bufferizes (a
+    /// preset's does).
+    pub fn with_threads(mut self, threads: usize) -> Pipeline {
+        let Some(at) = self
+            .elements
+            .iter()
+            .position(|e| e.name() == "tessera-bufferize")
+        else {
+            return self;
+        };
+        if let Some(parallelize) = stage("tessera-parallelize").filter(|_| threads > 1) {
+            let options = StageOptions([("threads".to_string(), threads.to_string())].into());
+            self.elements
+                .insert(at + 1, Element::Stage(parallelize, options));
+        }
+        self
+    }
+
     /// The pipeline for a program that is MLIR already: without the stages that take the
     /// tessera graph (a preset's conversion).
     pub fn without_graph_stages(mut self) -> Pipeline {

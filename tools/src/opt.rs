@@ -50,7 +50,8 @@ input they start after the conversion):
   -O2  adds tessera-tile (tile sizes from the strategy, attached as tessera.tile_sizes)
   -O3  adds tessera-vectorize
   --no-fusion drops tessera-fuse from a preset; --schedule FILE replaces tiling and
-  vectorization by a transform-dialect schedule. --list-passes shows every stage and pass.
+  vectorization by a transform-dialect schedule; --threads N adds tessera-parallelize
+  after tessera-bufferize. --list-passes shows every stage and pass.
 
 Exit status: 0 when the input is valid, 1 when it has errors (each reported as
 FILE:LINE:COL: error: ... with the source line and a caret), 2 for usage errors.
@@ -96,6 +97,9 @@ pub struct OptArgs {
     /// and tessera-vectorize.
     #[arg(long, value_name = "FILE")]
     pub schedule: Option<PathBuf>,
+    /// With -O: run the outer loops of big kernels on N threads (tessera-parallelize).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Option<u32>,
     /// With -O: generate code for this CPU (an LLVM name such as haswell) instead of the host.
     #[arg(long, value_name = "CPU")]
     pub target_cpu: Option<String>,
@@ -329,16 +333,19 @@ fn chosen_pipeline(args: &OptArgs) -> Result<Option<Pipeline>, String> {
         (None, _)
             if args.no_fusion
                 || schedule.is_some()
+                || args.threads.is_some()
                 || args.target_cpu.is_some()
                 || args.target_features.is_some() =>
         {
             return Err(
-                "--no-fusion, --schedule and --target-* apply to a preset: add -O LEVEL".into(),
+                "--no-fusion, --schedule, --threads and --target-* apply to a preset: add -O LEVEL"
+                    .into(),
             )
         }
         (None, _) => return Ok(None),
     };
-    let mut pipeline = Pipeline::preset_with_schedule(level, !args.no_fusion, schedule.as_deref());
+    let mut pipeline = Pipeline::preset_with_schedule(level, !args.no_fusion, schedule.as_deref())
+        .with_threads(args.threads.unwrap_or(1) as usize);
     if let Some(cpu) = &args.target_cpu {
         pipeline.set_option("tessera-lower-to-llvm", "cpu", cpu);
     }

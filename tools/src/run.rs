@@ -61,6 +61,9 @@ pub struct RunArgs {
     /// Leave out fusion: the same kernels, unfused (fusion's own effect shows against it).
     #[arg(long)]
     pub no_fusion: bool,
+    /// Run the outer loops of big kernels on N threads (the caller and N - 1 workers).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: u32,
     /// Also run the reference interpreter and compare every output (PASS/FAIL).
     #[arg(long)]
     pub compare_reference: bool,
@@ -104,7 +107,8 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
     let inputs = prepare_inputs(&module, entry, &args.inputs)?;
 
     let context = MlirContext::new();
-    let pipeline = Pipeline::preset(args.opt_level, !args.no_fusion);
+    let pipeline =
+        Pipeline::preset(args.opt_level, !args.no_fusion).with_threads(args.threads as usize);
     let (jit, times) =
         compile(&context, &module, &file, &pipeline, 3).map_err(|d| render_all(&d, &file))?;
     let input_buffers = inputs
@@ -130,10 +134,14 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
     let mut report = String::new();
     let _ = writeln!(
         report,
-        "@{} on {} input(s), -O{}",
+        "@{} on {} input(s), -O{}{}",
         func.name,
         inputs.len(),
-        args.opt_level
+        args.opt_level,
+        match jit.threads() {
+            1 => String::new(),
+            n => format!(", {n} threads"),
+        }
     );
     for (i, tensor) in results.iter().enumerate() {
         let _ = writeln!(report, "output {i}: {}", summary(tensor));

@@ -26,6 +26,7 @@
 
 use crate::diag::Diagnostic;
 use crate::mlir::schedule::{apply_schedule, SCHEDULE_HEAD, SCHEDULE_TAIL};
+use crate::mlir::stages::parallelize::PARALLEL;
 use crate::mlir::stages::{expect_mlir, run_upstream, Program, Stage, StageEnv, StageOptions};
 use crate::mlir::strategy::{divisor_at_most, epilogue_tiles, loops, reads_per_element};
 use crate::mlir::walk::{walk, WalkedOp};
@@ -249,7 +250,7 @@ fn row_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> Opti
         let any = "!transform.any_op";
         let _ = writeln!(
             schedule,
-            "    %r{count} = transform.structured.match attributes {{{ROW_ROOT} = {count} : i64}} in %root : ({any}) -> {any}\n    %rt{count}, %rl{count} = transform.structured.fuse %r{count} {{tile_sizes = [{}]}} : ({any}) -> ({any}, {any})",
+            "    %r{count} = transform.structured.match attributes {{{ROW_ROOT} = {count} : i64}} in %root : ({any}) -> {any}\n    %rt{count}, %rl{count} = transform.structured.fuse %r{count} {{tile_sizes = [{}]}} : ({any}) -> ({any}, {any})\n    transform.annotate %rl{count} \"{PARALLEL}\" : {any}",
             sizes.join(", ")
         );
         count += 1;
@@ -338,6 +339,8 @@ fn sibling_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> 
     let mut fusions = String::new();
     let mut marked = 0;
     let mut grouped = vec![false; candidates.len()];
+    // The fused loop of each group (row tiles: parallel).
+    let mut groups = Vec::new();
     for first in 0..candidates.len() {
         let head = &candidates[first];
         let mut members: Vec<usize> = (first..candidates.len())
@@ -385,8 +388,15 @@ fn sibling_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> 
             });
             marked += 1;
         }
+        groups.extend(fused);
     }
     // Each tiling makes its own bound constants; fuse_sibling needs the loops to share them.
+    for fused_loop in &groups {
+        let _ = writeln!(
+            fusions,
+            "    transform.annotate {fused_loop} \"{PARALLEL}\" : {any}"
+        );
+    }
     (marked > 0).then(|| {
         format!(
             "{SCHEDULE_HEAD}{tiles}    %funcs = transform.structured.match ops{{[\"func.func\"]}} in %root : ({any}) -> {any}\n    transform.apply_cse to %funcs : {any}\n{fusions}{SCHEDULE_TAIL}"

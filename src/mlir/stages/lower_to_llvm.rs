@@ -4,7 +4,8 @@
 //! arithmetic, which vectorizes (`math=libm` calls libm instead, one lane at a time); vector
 //! sums may be reassociated into tree reductions. Code is generated for the host CPU unless
 //! `cpu=` and `features=` name another (set on every function, which LLVM's code generator
-//! honours). Precondition: bufferized MLIR.
+//! honours). Async tasks (`tessera-parallelize`) become coroutines that call the async
+//! runtime. Precondition: bufferized MLIR.
 
 use crate::diag::Diagnostic;
 use crate::mlir::stages::{
@@ -23,6 +24,12 @@ pub struct LowerToLlvm;
 const STRUCTURE: &str =
     "scf-forall-to-for,convert-linalg-to-loops,convert-vector-to-scf{full-unroll},\
                          expand-strided-metadata,lower-affine";
+
+/// The passes that lower async tasks (from `tessera-parallelize`) to coroutines calling the
+/// async runtime (src/mlir/async_runtime.rs), with reference counting; run only on modules
+/// that have async operations.
+const ASYNC: &str = "async-to-async-runtime,async-runtime-ref-counting,\
+                     async-runtime-ref-counting-opt,convert-async-to-llvm";
 
 /// The pass that approximates math with polynomials (`math=approximate`).
 const APPROXIMATE: &str = "math-polynomial-approximation";
@@ -61,10 +68,15 @@ impl Stage for LowerToLlvm {
         let math = options
             .choice("math", &["approximate", "libm"])
             .map_err(|e| stage_error(self.name(), e))?;
-        let passes = match math {
+        let mut passes = match math {
             Some("libm") => format!("{STRUCTURE},{REST}"),
             _ => format!("{STRUCTURE},{APPROXIMATE},{REST}"),
         };
+        let mut has_async = false;
+        walk(&module, |op| has_async |= op.name().starts_with("async."));
+        if has_async {
+            passes = format!("{ASYNC},{passes}");
+        }
         run_upstream(env, &mut module, &passes, self.name())?;
         let ctx = env.context.context();
         let cpu: Option<Attribute> = options

@@ -8,6 +8,7 @@ mod convert_to_linalg;
 mod decompose;
 mod fuse;
 mod lower_to_llvm;
+pub mod parallelize;
 pub mod tile;
 mod vectorize;
 
@@ -17,6 +18,7 @@ pub use convert_to_linalg::ConvertToLinalg;
 pub use decompose::DecomposeStage;
 pub use fuse::Fuse;
 pub use lower_to_llvm::LowerToLlvm;
+pub use parallelize::Parallelize;
 pub use tile::Tile;
 pub use vectorize::Vectorize;
 
@@ -134,6 +136,7 @@ pub fn stages() -> &'static [&'static dyn Stage] {
         &Vectorize,
         &ApplySchedule,
         &Bufferize,
+        &Parallelize,
         &LowerToLlvm,
     ]
 }

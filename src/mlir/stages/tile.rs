@@ -7,6 +7,7 @@
 
 use crate::diag::Diagnostic;
 use crate::mlir::schedule::{apply_schedule, SCHEDULE_HEAD, SCHEDULE_TAIL};
+use crate::mlir::stages::parallelize::PARALLEL;
 use crate::mlir::stages::{
     expect_mlir, stage_error, Program, Stage, StageEnv, StageOption, StageOptions,
 };
@@ -258,6 +259,15 @@ impl Stage for Tile {
                     "    %t{count}_{level}:{} = transform.structured.tile_using_for {handle} tile_sizes [{text}] : (!transform.any_op) -> ({handles})",
                     loops + 1
                 );
+                // The outermost cache tile loop over a parallel dimension may run on several
+                // threads (tessera-parallelize decides).
+                let first = sizes.iter().position(|&s| s != 0);
+                if level == 0 && first.is_some_and(|d| !op_loops.0[d].1) {
+                    let _ = writeln!(
+                        schedule,
+                        "    transform.annotate %t{count}_0#1 \"{PARALLEL}\" : !transform.any_op"
+                    );
+                }
                 handle = format!("%t{count}_{level}#0");
             }
             count += 1;

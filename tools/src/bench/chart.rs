@@ -44,7 +44,7 @@ pub fn svg(workloads: &[Workload], results: &[Measurement], limits: &Limits) -> 
                 body,
                 "<text x=\"10\" y=\"{:.1}\">{}</text><rect x=\"{LABEL}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{BAR}\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
                 y + BAR - 5.0,
-                escape(&m.mode.label()),
+                escape(&m.label()),
                 (value * scale).max(1.0),
                 COLORS[i % COLORS.len()],
                 LABEL + value * scale + 6.0,

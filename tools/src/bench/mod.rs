@@ -72,6 +72,10 @@ pub struct BenchArgs {
     /// The mode -O3 --no-fusion.
     #[arg(long)]
     pub no_fusion: bool,
+    /// Thread counts to run each mode on, comma-separated (-O0, untiled, has no parallel
+    /// loops and runs on one thread only).
+    #[arg(long, value_delimiter = ',', default_value = "1", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Vec<u32>,
     /// Seconds of timed calls per workload and mode (a tenth more for the warm-up; at least
     /// 3 calls whatever they take).
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
@@ -148,7 +152,7 @@ impl Measurement {
 
     /// The least time the machine's limits allow (roofline), and which limit it is.
     pub fn floor(&self, limits: &Limits) -> (Duration, &'static str) {
-        let compute = self.flops as f64 / (limits.fma_gflops * 1e9);
+        let compute = self.flops as f64 / (limits.fma_gflops * 1e9 * self.threads as f64);
         let memory = self.bytes as f64 / (limits.copy_gbps * 1e9);
         if compute >= memory {
             (Duration::from_secs_f64(compute), "fma")
@@ -160,6 +164,11 @@ impl Measurement {
     /// The fraction of the binding limit reached at the median.
     pub fn fraction_of_limit(&self, limits: &Limits) -> f64 {
         self.floor(limits).0.as_secs_f64() / self.latency.median.as_secs_f64()
+    }
+
+    /// The mode and, past one, the thread count (`-O3, 2 threads`).
+    pub fn label(&self) -> String {
+        run_label(self.mode, self.threads)
     }
 
     /// The total compile time.
@@ -199,20 +208,34 @@ fn bench(args: &BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(
     }
     let workloads = chosen_workloads(args)?;
     let modes = chosen_modes(args);
+    let mut threads: Vec<usize> = args.threads.iter().map(|&n| n as usize).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    let runs: Vec<(Mode, usize)> = modes
+        .iter()
+        .flat_map(|&mode| threads.iter().map(move |&n| (mode, n)))
+        .filter(|&(mode, n)| n == 1 || mode.level > 0)
+        .collect();
     let time = Duration::from_secs_f64(args.time);
-    let mut progress = Progress::new(err, workloads.len() * modes.len() + 1);
+    let mut progress = Progress::new(err, workloads.len() * runs.len() + 1);
     progress.step("machine limits");
     let limits = limits::measure(time.max(Duration::from_millis(50)))?;
     let mut results = Vec::new();
     for workload in &workloads {
-        for (index, &mode) in modes.iter().enumerate() {
-            progress.step(&format!("{} {}", workload.id, mode.label()));
+        for (index, &(mode, threads)) in runs.iter().enumerate() {
+            progress.step(&format!("{} {}", workload.id, run_label(mode, threads)));
             let save = args
                 .save_io
                 .as_ref()
                 .filter(|_| index == 0)
                 .map(|dir| dir.join(&workload.id));
-            results.push(measure_workload(workload, mode, time, save.as_deref())?);
+            results.push(measure_workload(
+                workload,
+                mode,
+                threads,
+                time,
+                save.as_deref(),
+            )?);
         }
     }
     progress.finish();
@@ -220,7 +243,12 @@ fn bench(args: &BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(
     out.write_all(table.as_bytes())
         .map_err(|e| format!("cannot write the table: {e}"))?;
     if let Some(path) = &args.json {
-        let json = report::json(&workloads, &results, &limits, &settings(args, &modes));
+        let json = report::json(
+            &workloads,
+            &results,
+            &limits,
+            &settings(args, &modes, &threads),
+        );
         std::fs::write(path, json)
             .map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
     }
@@ -232,10 +260,10 @@ fn bench(args: &BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(
 }
 
 /// The settings a JSON file records.
-fn settings(args: &BenchArgs, modes: &[Mode]) -> report::Settings {
+fn settings(args: &BenchArgs, modes: &[Mode], threads: &[usize]) -> report::Settings {
     report::Settings {
         time_per_mode_s: args.time,
-        threads: 1,
+        threads: threads.to_vec(),
         modes: modes.iter().map(Mode::label).collect(),
         model: args.model.as_ref().map(|p| p.display().to_string()),
     }
@@ -285,6 +313,14 @@ fn chosen_workloads(args: &BenchArgs) -> Result<Vec<Workload>, Failure> {
         .collect()
 }
 
+/// A mode on `threads` threads, as tables and progress show it.
+fn run_label(mode: Mode, threads: usize) -> String {
+    match threads {
+        1 => mode.label(),
+        n => format!("{}, {n} threads", mode.label()),
+    }
+}
+
 /// The modes the arguments ask for, in the order -O0.., then --no-fusion; all three by default.
 fn chosen_modes(args: &BenchArgs) -> Vec<Mode> {
     let mut modes: Vec<Mode> = args
@@ -326,6 +362,7 @@ fn chosen_modes(args: &BenchArgs) -> Vec<Mode> {
 fn measure_workload(
     workload: &Workload,
     mode: Mode,
+    threads: usize,
     time: Duration,
     save: Option<&Path>,
 ) -> Result<Measurement, Failure> {
@@ -352,7 +389,7 @@ fn measure_workload(
     let flops = decompose(&module)
         .map_err(|e| format!("{}: {e}", workload.path))?
         .flops(entry);
-    let pipeline = Pipeline::preset(mode.level, mode.fusion);
+    let pipeline = Pipeline::preset(mode.level, mode.fusion).with_threads(threads);
     let kernels = {
         let context = MlirContext::new();
         let env = StageEnv {
@@ -423,7 +460,7 @@ fn measure_workload(
     Ok(Measurement {
         workload: workload.id.clone(),
         mode,
-        threads: 1,
+        threads,
         compile: times.steps,
         first_call,
         latency,

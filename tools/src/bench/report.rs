@@ -12,8 +12,8 @@ use std::time::Duration;
 pub struct Settings {
     /// Seconds of timed calls per workload and mode.
     pub time_per_mode_s: f64,
-    /// Threads.
-    pub threads: usize,
+    /// The thread counts.
+    pub threads: Vec<usize>,
     /// The modes, as written (`-O3 --no-fusion`).
     pub modes: Vec<String>,
     /// The user model, when one was given.
@@ -33,7 +33,7 @@ pub fn table(workloads: &[Workload], results: &[Measurement], limits: &Limits) -
         let _ = writeln!(text, "\n{} — {}", workload.id, workload.title);
         let _ = writeln!(
             text,
-            "  {:<16} {:>10} {:>10} {:>10} {:>11} {:>11} {:>10} {:>9} {:>11} {:>7}",
+            "  {:<26} {:>10} {:>10} {:>10} {:>11} {:>11} {:>10} {:>9} {:>11} {:>7}",
             "mode",
             "median",
             "p10",
@@ -53,8 +53,8 @@ pub fn table(workloads: &[Workload], results: &[Measurement], limits: &Limits) -
             let (_, limit) = m.floor(limits);
             let _ = writeln!(
                 text,
-                "  {:<16} {:>10} {:>10} {:>10} {:>11} {:>11} {:>10} {:>5.1}% {:<3} {:>11} {:>7}",
-                m.mode.label(),
+                "  {:<26} {:>10} {:>10} {:>10} {:>11} {:>11} {:>10} {:>5.1}% {:<3} {:>11} {:>7}",
+                m.label(),
                 ms(m.latency.median),
                 ms(m.latency.p10),
                 ms(m.latency.p90),
@@ -121,6 +121,8 @@ pub fn json(
         ));
     }
     let modes: Vec<String> = settings.modes.iter().map(|m| quote(m)).collect();
+    let threads: Vec<String> = settings.threads.iter().map(usize::to_string).collect();
+    let threads = format!("[{}]", threads.join(", "));
     format!(
         "{{\n  \"machine\": {{\"cpu\": {}, \"cores\": {}, \"f32_lanes\": {}, \"fma_peak_gflops\": {}, \"copy_gbps\": {}}},\n  \"commit\": {},\n  \"settings\": {{\"time_per_mode_s\": {}, \"threads\": {}, \"modes\": [{}], \"model\": {}}},\n  \"results\": [\n{}\n  ]\n}}\n",
         quote(&cpu_name()),
@@ -130,7 +132,7 @@ pub fn json(
         number(limits.copy_gbps),
         quote(&commit()),
         number(settings.time_per_mode_s),
-        settings.threads,
+        threads,
         modes.join(", "),
         settings.model.as_deref().map_or("null".to_string(), quote),
         records.join(",\n")

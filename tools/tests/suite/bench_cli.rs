@@ -31,6 +31,8 @@ fn the_built_in_suite_runs_in_every_mode() {
         "w1_b1,w5",
         "--time",
         "0",
+        "--threads",
+        "1,2",
         "--json",
         json.to_str().unwrap(),
         "--chart",
@@ -45,6 +47,8 @@ fn the_built_in_suite_runs_in_every_mode() {
         "-O0 ",
         "-O3 --no-fusion",
         "-O3 ",
+        "-O3, 2 threads",
+        "-O3 --no-fusion, 2 threads",
     ] {
         assert!(table.contains(needle), "{needle} missing from\n{table}");
     }
@@ -56,6 +60,7 @@ fn the_built_in_suite_runs_in_every_mode() {
         "\"results\"",
         "\"fma_peak_gflops\"",
         "\"copy_gbps\"",
+        "\"threads\": [1, 2]",
     ] {
         assert!(json.contains(key), "{key} missing from {json}");
     }
@@ -63,7 +68,12 @@ fn the_built_in_suite_runs_in_every_mode() {
         .lines()
         .filter(|l| l.contains("\"workload\""))
         .collect();
-    assert_eq!(records.len(), 6, "2 workloads x 3 modes:\n{json}");
+    // -O0 (untiled: nothing to split) runs on one thread only.
+    assert_eq!(
+        records.len(),
+        10,
+        "2 workloads x 5 modes and thread counts:\n{json}"
+    );
     for key in [
         "workload",
         "mode",
@@ -85,15 +95,25 @@ fn the_built_in_suite_runs_in_every_mode() {
             "{key} missing from a record"
         );
     }
-    assert!(records[0].contains("\"mode\": \"-O0\""));
-    assert!(records[1].contains("\"mode\": \"-O3 --no-fusion\""));
-    assert!(records[2].contains("\"mode\": \"-O3\""));
+    let expected = [
+        ("-O0", 1),
+        ("-O3 --no-fusion", 1),
+        ("-O3 --no-fusion", 2),
+        ("-O3", 1),
+        ("-O3", 2),
+    ];
+    for (record, (mode, threads)) in records.iter().zip(expected) {
+        assert!(
+            record.contains(&format!("\"mode\": \"{mode}\", \"threads\": {threads},")),
+            "{record}"
+        );
+    }
     // The seed MLP at batch 1: 2 x 784 x 10 + 2 x 10 x 10 multiply-adds, plus 8 elementwise
     // or reduction passes over 10 values.
     assert!(records[0].contains("\"flops\": 15960,"), "{}", records[0]);
     let svg = std::fs::read_to_string(&svg).expect("the chart");
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
-    assert_eq!(svg.matches("<rect x=").count(), 6, "a bar per result");
+    assert_eq!(svg.matches("<rect x=").count(), 10, "a bar per result");
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Numerics: every function of every model in `testdata/models`, compiled by every preset
-//! (`-O0`..`-O3`, and `-O3 --no-fusion`) and run by the JIT on deterministic random inputs,
-//! agrees with the reference interpreter within the stated tolerance of its element types.
-//! Compiled code frees everything it allocates.
+//! (`-O0`..`-O3`, and `-O3 --no-fusion`, also on 3 threads with every parallel loop split,
+//! however small) and run by the JIT on deterministic random inputs, agrees with the
+//! reference interpreter within the stated tolerance of its element types. Compiled code
+//! frees everything it allocates.
 
 use crate::common::{relative, tsr_files};
 use tessera::exec::compare::{compare, Tolerance};
@@ -19,22 +20,35 @@ fn every_model_matches_the_reference_interpreter() {
     let registry = registry();
     let context = MlirContext::new();
     let mut failures = Vec::new();
+    let mut threaded = Vec::new();
     for path in tsr_files("testdata/models") {
         let name = relative(&path);
         let bytes = std::fs::read(&path).expect("model is readable");
         let (file, _) = decode(&name, &bytes);
         let module = load(&file, 0..file.text().len(), &registry).expect("models are valid");
-        let presets = [(0, true), (1, true), (2, true), (3, true), (3, false)];
-        for (level, fusion) in presets {
-            let preset = format!("-O{level}{}", if fusion { "" } else { " --no-fusion" });
-            let (jit, _) = compile(
-                &context,
-                &module,
-                &file,
-                &Pipeline::preset(level, fusion),
-                3,
-            )
-            .unwrap_or_else(|d| panic!("{name} {preset} does not compile: {d:?}"));
+        let presets = [
+            (0, true, 1),
+            (1, true, 1),
+            (2, true, 1),
+            (3, true, 1),
+            (3, false, 1),
+            (3, true, THREADS),
+            (3, false, THREADS),
+        ];
+        for (level, fusion, threads) in presets {
+            let preset = format!(
+                "-O{level}{}{}",
+                if fusion { "" } else { " --no-fusion" },
+                if threads > 1 { " --threads 3" } else { "" }
+            );
+            let mut pipeline = Pipeline::preset(level, fusion).with_threads(threads);
+            // Split every parallel loop, however little work it has, to test the split.
+            pipeline.set_option("tessera-parallelize", "min-work", "1");
+            let (jit, _) = compile(&context, &module, &file, &pipeline, 3)
+                .unwrap_or_else(|d| panic!("{name} {preset} does not compile: {d:?}"));
+            if jit.threads() == THREADS {
+                threaded.push(format!("{name} {preset}"));
+            }
             for (index, func) in module.funcs.iter().enumerate() {
                 let inputs: Vec<_> = func
                     .params
@@ -72,4 +86,18 @@ fn every_model_matches_the_reference_interpreter() {
         "JIT and interpreter disagree:\n{}",
         failures.join("\n")
     );
+    for model in [
+        "mlp.tsr",
+        "layer_norm_gelu.tsr",
+        "causal_attention.tsr",
+        "conv_net.tsr",
+    ] {
+        assert!(
+            threaded.iter().any(|t| t.contains(model)),
+            "{model} has no loop run on {THREADS} threads (threaded: {threaded:?})"
+        );
+    }
 }
+
+/// The thread count of the threaded presets.
+const THREADS: usize = 3;

@@ -1,0 +1,533 @@
+//! MLIR's async runtime (the `mlirAsyncRuntime*` functions `convert-async-to-llvm` calls) on
+//! tessera's own thread pool, registered with the JIT as `memrefCopy` is.
+//!
+//! Parallel loops reach here through `async-parallel-for`: the calling thread splits a loop
+//! into blocks, hands all but its own to the pool (`mlirAsyncRuntimeExecute` with a
+//! coroutine to resume), computes its block and waits for the group. MLIR ships the same functions in
+//! `libmlir_async_runtime.so`, but loading it pulls libLLVM.so into the process and sizes its
+//! pool by the machine, not by `--threads`. Here the pool has the workers the most demanding
+//! module asked for, a call uses as many as its own module was compiled for
+//! ([`set_active_threads`]), waiting threads run queued tasks instead of sleeping, and idle
+//! workers spin a little before they sleep, so that back-to-back calls do not pay a wake-up.
+//!
+//! Tokens, values and groups are one reference-counted object (`AsyncObject`), as the
+//! generic `mlirAsyncRuntimeAddRef`/`DropRef` require. Tokens and values start with two
+//! references (the caller's and the task's, dropped when the task emplaces them), groups with
+//! one, as in MLIR's own runtime.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::collections::VecDeque;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// A coroutine's resume function.
+type Resume = extern "C" fn(*mut c_void);
+
+/// A suspended coroutine to resume.
+#[derive(Clone, Copy)]
+struct Task {
+    handle: *mut c_void,
+    resume: Resume,
+}
+
+// SAFETY: a coroutine handle may be resumed on any thread; compiled code only hands the
+// runtime coroutines whose frames it owns until they finish.
+unsafe impl Send for Task {}
+
+impl Task {
+    fn run(self) {
+        (self.resume)(self.handle);
+    }
+}
+
+/// What runs when a token, value or group becomes ready, told whether it failed.
+type Awaiter = Box<dyn FnOnce(bool) + Send>;
+
+/// Whether a token or value is ready.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Readiness {
+    Pending,
+    Available,
+    Error,
+}
+
+/// A token's or value's readiness and the awaiters to run when it changes (a group's
+/// awaiters, under the same lock).
+struct Waiting {
+    readiness: Readiness,
+    awaiters: Vec<Awaiter>,
+}
+
+/// A token, a value or a group.
+struct AsyncObject {
+    references: AtomicI64,
+    waiting: Mutex<Waiting>,
+    ready: Condvar,
+    /// Groups: tokens added or to be added that are not ready yet.
+    pending: AtomicI64,
+    /// Groups: tokens that ended in error.
+    errors: AtomicI64,
+    /// Groups: tokens added so far.
+    rank: AtomicI64,
+    /// Values: the storage (64-byte aligned), and its layout.
+    storage: *mut u8,
+    layout: Option<Layout>,
+}
+
+impl AsyncObject {
+    fn new(references: i64, pending: i64, layout: Option<Layout>) -> *mut AsyncObject {
+        // SAFETY: the layout has a non-zero size (see `create_value`).
+        let storage = layout.map_or(std::ptr::null_mut(), |l| unsafe { alloc_zeroed(l) });
+        Box::into_raw(Box::new(AsyncObject {
+            references: AtomicI64::new(references),
+            waiting: Mutex::new(Waiting {
+                readiness: Readiness::Pending,
+                awaiters: Vec::new(),
+            }),
+            ready: Condvar::new(),
+            pending: AtomicI64::new(pending),
+            errors: AtomicI64::new(0),
+            rank: AtomicI64::new(0),
+            storage,
+            layout,
+        }))
+    }
+
+    fn waiting(&self) -> MutexGuard<'_, Waiting> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for AsyncObject {
+    fn drop(&mut self) {
+        if let Some(layout) = self.layout {
+            // SAFETY: `storage` was allocated with `layout` in `new`.
+            unsafe { dealloc(self.storage, layout) };
+        }
+    }
+}
+
+/// The object behind a pointer compiled code holds.
+fn object<'a>(pointer: *mut c_void) -> &'a AsyncObject {
+    // SAFETY: compiled code passes only pointers this runtime created and still holds a
+    // reference to them (reference counting is inserted by `async-runtime-ref-counting`).
+    unsafe { &*(pointer as *const AsyncObject) }
+}
+
+/// A pointer that may cross threads (the object is reference counted and thread-safe).
+#[derive(Clone, Copy)]
+struct Shared(*mut c_void);
+
+// SAFETY: `AsyncObject` synchronizes all its state (atomics and a mutex).
+unsafe impl Send for Shared {}
+
+/// The pool: queued tasks and the workers that run them.
+struct Pool {
+    queue: Mutex<VecDeque<Task>>,
+    work: Condvar,
+    queued: AtomicUsize,
+    /// Workers started.
+    workers: Mutex<usize>,
+    /// Workers that may take tasks (the running module's threads, less the caller).
+    active: AtomicUsize,
+    sleeping: AtomicUsize,
+}
+
+static POOL: Pool = Pool {
+    queue: Mutex::new(VecDeque::new()),
+    work: Condvar::new(),
+    queued: AtomicUsize::new(0),
+    workers: Mutex::new(0),
+    active: AtomicUsize::new(0),
+    sleeping: AtomicUsize::new(0),
+};
+
+/// How long an idle worker spins, looking for tasks, before it sleeps.
+const SPIN: Duration = Duration::from_micros(200);
+
+/// How long a waiting thread sleeps before it looks at the queue again.
+const RECHECK: Duration = Duration::from_micros(50);
+
+/// Worker threads get the main thread's stack size: compiled code keeps vector temporaries
+/// on the stack.
+const WORKER_STACK: usize = 8 << 20;
+
+impl Pool {
+    fn queue(&self) -> MutexGuard<'_, VecDeque<Task>> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn push(&self, task: Task) {
+        self.queue().push_back(task);
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        if self.sleeping.load(Ordering::SeqCst) > 0 {
+            self.work.notify_all();
+        }
+    }
+
+    fn pop(&self) -> Option<Task> {
+        if self.queued.load(Ordering::SeqCst) == 0 {
+            return None;
+        }
+        let task = self.queue().pop_front();
+        if task.is_some() {
+            self.queued.fetch_sub(1, Ordering::SeqCst);
+        }
+        task
+    }
+
+    /// Runs one queued task on this thread; whether there was one.
+    fn help(&self) -> bool {
+        self.pop().map(Task::run).is_some()
+    }
+
+    fn worker(&self, index: usize) {
+        let mut idle_since = Instant::now();
+        loop {
+            let allowed = index < self.active.load(Ordering::SeqCst);
+            if allowed && self.help() {
+                idle_since = Instant::now();
+                continue;
+            }
+            if allowed && idle_since.elapsed() < SPIN {
+                std::hint::spin_loop();
+                continue;
+            }
+            let queue = self.queue();
+            let allowed = index < self.active.load(Ordering::SeqCst);
+            if allowed && !queue.is_empty() {
+                continue;
+            }
+            self.sleeping.fetch_add(1, Ordering::SeqCst);
+            let (queue, _) = self
+                .work
+                .wait_timeout(queue, Duration::from_millis(100))
+                .unwrap_or_else(|e| e.into_inner());
+            self.sleeping.fetch_sub(1, Ordering::SeqCst);
+            drop(queue);
+            idle_since = Instant::now();
+        }
+    }
+}
+
+/// Lets calls from now on run on `threads` threads: the caller and `threads - 1` workers,
+/// started when first needed. Call before invoking code compiled for that many threads.
+pub fn set_active_threads(threads: usize) {
+    let wanted = threads.saturating_sub(1);
+    if POOL.active.load(Ordering::SeqCst) == wanted {
+        return;
+    }
+    let mut workers = POOL.workers.lock().unwrap_or_else(|e| e.into_inner());
+    while *workers < wanted {
+        let index = *workers;
+        let spawned = std::thread::Builder::new()
+            .name(format!("tessera-worker-{index}"))
+            .stack_size(WORKER_STACK)
+            .spawn(move || POOL.worker(index));
+        if spawned.is_err() {
+            break;
+        }
+        *workers += 1;
+    }
+    POOL.active.store(wanted.min(*workers), Ordering::SeqCst);
+    POOL.work.notify_all();
+}
+
+/// Marks `object` ready (or failed), wakes its waiters and runs its awaiters, then drops the
+/// task's reference.
+fn set_ready(pointer: *mut c_void, error: bool) {
+    let target = object(pointer);
+    let awaiters = {
+        let mut waiting = target.waiting();
+        waiting.readiness = if error {
+            Readiness::Error
+        } else {
+            Readiness::Available
+        };
+        target.ready.notify_all();
+        std::mem::take(&mut waiting.awaiters)
+    };
+    for awaiter in awaiters {
+        awaiter(error);
+    }
+    drop_ref(pointer, 1);
+}
+
+/// Counts one of `group`'s tokens as ready; the last one wakes its waiters and runs its
+/// awaiters.
+fn token_ready_in_group(group: *mut c_void, error: bool) {
+    let target = object(group);
+    if error {
+        target.errors.fetch_add(1, Ordering::SeqCst);
+    }
+    let awaiters = {
+        let mut waiting = target.waiting();
+        if target.pending.fetch_sub(1, Ordering::SeqCst) != 1 {
+            return;
+        }
+        target.ready.notify_all();
+        std::mem::take(&mut waiting.awaiters)
+    };
+    for awaiter in awaiters {
+        awaiter(false);
+    }
+}
+
+/// Blocks until `done` holds for `pointer`'s object, running queued tasks meanwhile.
+fn wait_until(pointer: *mut c_void, done: impl Fn(&AsyncObject, &Waiting) -> bool) {
+    let target = object(pointer);
+    loop {
+        if done(target, &target.waiting()) {
+            return;
+        }
+        if POOL.help() {
+            continue;
+        }
+        let waiting = target.waiting();
+        if done(target, &waiting) {
+            return;
+        }
+        drop(
+            target
+                .ready
+                .wait_timeout(waiting, RECHECK)
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+    }
+}
+
+fn is_ready(_: &AsyncObject, waiting: &Waiting) -> bool {
+    waiting.readiness != Readiness::Pending
+}
+
+fn group_done(group: &AsyncObject, _: &Waiting) -> bool {
+    group.pending.load(Ordering::SeqCst) == 0
+}
+
+/// Resumes the coroutine when the token or value `pointer` is ready: now if it is.
+fn resume_when_ready(pointer: *mut c_void, task: Task) {
+    let target = object(pointer);
+    let mut waiting = target.waiting();
+    if waiting.readiness == Readiness::Pending {
+        waiting.awaiters.push(Box::new(move |_| task.run()));
+    } else {
+        drop(waiting);
+        task.run();
+    }
+}
+
+/// Adds `count` references to a token, value or group.
+extern "C" fn add_ref(pointer: *mut c_void, count: i64) {
+    object(pointer)
+        .references
+        .fetch_add(count, Ordering::SeqCst);
+}
+
+/// Drops `count` references; the last one frees the object.
+extern "C" fn drop_ref(pointer: *mut c_void, count: i64) {
+    if object(pointer)
+        .references
+        .fetch_sub(count, Ordering::SeqCst)
+        == count
+    {
+        // SAFETY: the object came from `Box::into_raw` in `AsyncObject::new` and this was
+        // its last reference.
+        drop(unsafe { Box::from_raw(pointer as *mut AsyncObject) });
+    }
+}
+
+/// A new token, not ready.
+extern "C" fn create_token() -> *mut c_void {
+    AsyncObject::new(2, 0, None) as *mut c_void
+}
+
+/// A new value of `size` bytes, not ready.
+extern "C" fn create_value(size: i64) -> *mut c_void {
+    let layout = Layout::from_size_align(usize::try_from(size).unwrap_or(0).max(1), 64).ok();
+    AsyncObject::new(2, 0, layout) as *mut c_void
+}
+
+/// A new group that will hold `size` tokens.
+extern "C" fn create_group(size: i64) -> *mut c_void {
+    AsyncObject::new(1, size, None) as *mut c_void
+}
+
+/// Adds `token` to `group`; returns its rank in the group.
+extern "C" fn add_token_to_group(token: *mut c_void, group: *mut c_void) -> i64 {
+    let rank = object(group).rank.fetch_add(1, Ordering::SeqCst);
+    let target = object(token);
+    let mut waiting = target.waiting();
+    match waiting.readiness {
+        Readiness::Pending => {
+            add_ref(group, 1);
+            let group = Shared(group);
+            waiting.awaiters.push(Box::new(move |error| {
+                let group = group;
+                token_ready_in_group(group.0, error);
+                drop_ref(group.0, 1);
+            }));
+        }
+        readiness => {
+            drop(waiting);
+            token_ready_in_group(group, readiness == Readiness::Error);
+        }
+    }
+    rank
+}
+
+/// Marks `token` ready.
+extern "C" fn emplace_token(token: *mut c_void) {
+    set_ready(token, false);
+}
+
+/// Marks `value` ready (its storage is written).
+extern "C" fn emplace_value(value: *mut c_void) {
+    set_ready(value, false);
+}
+
+/// Marks `token` failed.
+extern "C" fn set_token_error(token: *mut c_void) {
+    set_ready(token, true);
+}
+
+/// Marks `value` failed.
+extern "C" fn set_value_error(value: *mut c_void) {
+    set_ready(value, true);
+}
+
+/// Whether `token` failed.
+extern "C" fn is_token_error(token: *mut c_void) -> bool {
+    object(token).waiting().readiness == Readiness::Error
+}
+
+/// Whether `value` failed.
+extern "C" fn is_value_error(value: *mut c_void) -> bool {
+    object(value).waiting().readiness == Readiness::Error
+}
+
+/// Whether a token of `group` failed.
+extern "C" fn is_group_error(group: *mut c_void) -> bool {
+    object(group).errors.load(Ordering::SeqCst) > 0
+}
+
+/// Blocks until `token` is ready.
+extern "C" fn await_token(token: *mut c_void) {
+    wait_until(token, is_ready);
+}
+
+/// Blocks until `value` is ready.
+extern "C" fn await_value(value: *mut c_void) {
+    wait_until(value, is_ready);
+}
+
+/// Blocks until every token of `group` is ready.
+extern "C" fn await_all_in_group(group: *mut c_void) {
+    wait_until(group, group_done);
+}
+
+/// The storage of `value`.
+extern "C" fn get_value_storage(value: *mut c_void) -> *mut u8 {
+    object(value).storage
+}
+
+/// Resumes a coroutine on the pool; on this thread when no worker may run it.
+extern "C" fn execute(handle: *mut c_void, resume: Resume) {
+    let task = Task { handle, resume };
+    if POOL.active.load(Ordering::SeqCst) == 0 {
+        task.run();
+    } else {
+        POOL.push(task);
+    }
+}
+
+/// Resumes a coroutine when `token` is ready.
+extern "C" fn await_token_and_execute(token: *mut c_void, handle: *mut c_void, resume: Resume) {
+    resume_when_ready(token, Task { handle, resume });
+}
+
+/// Resumes a coroutine when `value` is ready.
+extern "C" fn await_value_and_execute(value: *mut c_void, handle: *mut c_void, resume: Resume) {
+    resume_when_ready(value, Task { handle, resume });
+}
+
+/// Resumes a coroutine when every token of `group` is ready.
+extern "C" fn await_all_in_group_and_execute(
+    group: *mut c_void,
+    handle: *mut c_void,
+    resume: Resume,
+) {
+    let task = Task { handle, resume };
+    let target = object(group);
+    let mut waiting = target.waiting();
+    if target.pending.load(Ordering::SeqCst) == 0 {
+        drop(waiting);
+        task.run();
+    } else {
+        waiting.awaiters.push(Box::new(move |_| task.run()));
+    }
+}
+
+/// The threads a call may use (the caller and the active workers); MLIR's name has the typo.
+extern "C" fn get_num_worker_threads() -> i64 {
+    POOL.active.load(Ordering::SeqCst) as i64 + 1
+}
+
+/// Prints the calling thread's id (for debugging compiled code).
+extern "C" fn print_current_thread_id() {
+    println!("Current thread id: {:?}", std::thread::current().id());
+}
+
+/// Every runtime function by the name compiled code calls it, for the JIT's symbol table.
+pub fn symbols() -> [(&'static str, *mut ()); 23] {
+    [
+        ("mlirAsyncRuntimeAddRef", add_ref as *mut ()),
+        ("mlirAsyncRuntimeDropRef", drop_ref as *mut ()),
+        ("mlirAsyncRuntimeCreateToken", create_token as *mut ()),
+        ("mlirAsyncRuntimeCreateValue", create_value as *mut ()),
+        ("mlirAsyncRuntimeCreateGroup", create_group as *mut ()),
+        (
+            "mlirAsyncRuntimeAddTokenToGroup",
+            add_token_to_group as *mut (),
+        ),
+        ("mlirAsyncRuntimeEmplaceToken", emplace_token as *mut ()),
+        ("mlirAsyncRuntimeEmplaceValue", emplace_value as *mut ()),
+        ("mlirAsyncRuntimeSetTokenError", set_token_error as *mut ()),
+        ("mlirAsyncRuntimeSetValueError", set_value_error as *mut ()),
+        ("mlirAsyncRuntimeIsTokenError", is_token_error as *mut ()),
+        ("mlirAsyncRuntimeIsValueError", is_value_error as *mut ()),
+        ("mlirAsyncRuntimeIsGroupError", is_group_error as *mut ()),
+        ("mlirAsyncRuntimeAwaitToken", await_token as *mut ()),
+        ("mlirAsyncRuntimeAwaitValue", await_value as *mut ()),
+        (
+            "mlirAsyncRuntimeAwaitAllInGroup",
+            await_all_in_group as *mut (),
+        ),
+        (
+            "mlirAsyncRuntimeGetValueStorage",
+            get_value_storage as *mut (),
+        ),
+        ("mlirAsyncRuntimeExecute", execute as *mut ()),
+        (
+            "mlirAsyncRuntimeAwaitTokenAndExecute",
+            await_token_and_execute as *mut (),
+        ),
+        (
+            "mlirAsyncRuntimeAwaitValueAndExecute",
+            await_value_and_execute as *mut (),
+        ),
+        (
+            "mlirAsyncRuntimeAwaitAllInGroupAndExecute",
+            await_all_in_group_and_execute as *mut (),
+        ),
+        (
+            "mlirAsyncRuntimGetNumWorkerThreads",
+            get_num_worker_threads as *mut (),
+        ),
+        (
+            "mlirAsyncRuntimePrintCurrentThreadId",
+            print_current_thread_id as *mut (),
+        ),
+    ]
+}
