@@ -1,8 +1,8 @@
 //! `tessera-loops-to-parallel`: the loops `tessera-parallelize` chose to run on several
 //! threads (marked `tessera.parallelize`) become `scf.parallel`, which `async-parallel-for`
 //! then splits into tasks. An `scf.for` qualifies only without loop-carried values (after
-//! bufferization, a loop over disjoint tiles has none); `scf.forall` goes through upstream's
-//! own conversion. Registered with MLIR from here (the FFI boundary; called from
+//! bufferization, a loop over disjoint tiles has none); a bufferized `scf.forall` becomes a
+//! nest of `scf.for` whose outermost loop is converted. Registered with MLIR from here (the FFI boundary; called from
 //! `src/mlir/context.rs`) because MLIR 19 has no conversion from `scf.for` to `scf.parallel`
 //! that keeps to marked loops.
 
@@ -63,8 +63,15 @@ struct LoopsToParallel
       if (auto loop = mlir::dyn_cast<mlir::scf::ForOp>(op)) {
         converted = forToParallel(rewriter, loop);
       } else if (auto forall = mlir::dyn_cast<mlir::scf::ForallOp>(op)) {
+        // Only the outermost dimension becomes parallel: async-parallel-for would give a
+        // multi-dimensional loop a second copy of its body (with block-aligned inner loops),
+        // which tripled the LLVM compile time of fused matmuls.
+        llvm::SmallVector<mlir::Operation *> loops;
         rewriter.setInsertionPoint(forall);
-        converted = mlir::scf::forallToParallelLoop(rewriter, forall);
+        if (forall.getNumResults() == 0 &&
+            mlir::succeeded(mlir::scf::forallToForLoop(rewriter, forall, &loops)) &&
+            !loops.empty())
+          converted = forToParallel(rewriter, mlir::cast<mlir::scf::ForOp>(loops.front()));
       }
       if (mlir::failed(converted)) {
         op->emitError("a loop marked ")
