@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Runs tessera-bench's workloads in numpy, TensorFlow eager, TensorFlow with XLA
-(tf.function(jit_compile=True)), JAX (jax.jit) and ONNX Runtime, on one thread, on the very
+(tf.function(jit_compile=True)), JAX (jax.jit) and ONNX Runtime, on one thread (or N), on the very
 inputs tessera-bench used (it writes them with --save-io), checks that every system computes
 tessera's outputs (within tolerance) before timing anything, then prints one table of medians
 and ratios and draws a chart.
@@ -9,6 +9,7 @@ Set up once (from the repository root):
     python3 -m venv bench/.venv && bench/.venv/bin/pip install -r bench/requirements.txt
 Run (after `cargo build --release`):
     bench/.venv/bin/python bench/compare.py [--workload w1_b64,w3] [--time 1] [--chart out.svg]
+        [--threads 2]
 """
 
 import argparse
@@ -19,15 +20,31 @@ import sys
 import tempfile
 import time
 
-# One thread everywhere, before any library starts its pools; and one core for the whole
-# process and its children (tessera-bench included), since not every runtime honours the
-# settings (JAX's CPU runtime ran W3 on two cores).
+
+def threads_asked():
+    """--threads N from the command line, read before any library starts its pools."""
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--threads", type=int, default=1)
+    threads = early.parse_known_args()[0].threads
+    if threads < 1:
+        sys.exit("compare.py: --threads must be at least 1")
+    return threads
+
+
+# THREADS threads everywhere, set before any library starts its pools; and THREADS cores for
+# the whole process and its children (tessera-bench included), since not every runtime
+# honours the settings (JAX's CPU runtime ran W3 on two cores when asked for one).
+THREADS = threads_asked()
 for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[variable] = "1"
+    os.environ[variable] = str(THREADS)
 if hasattr(os, "sched_setaffinity"):
-    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < THREADS:
+        sys.exit(f"compare.py: --threads {THREADS} but only {len(cores)} cores are available")
+    os.sched_setaffinity(0, set(cores[:THREADS]))
 os.environ["XLA_FLAGS"] = (
-    "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    f"--xla_cpu_multi_thread_eigen={'true' if THREADS > 1 else 'false'} "
+    f"intra_op_parallelism_threads={THREADS}"
 )
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
 
@@ -35,7 +52,8 @@ import numpy as np  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKLOADS = ["w1_b1", "w1_b64", "w1_b4096", "w2", "w3", "w4", "w5", "w6"]
-TESSERA_MODES = ["-O0", "-O3 --no-fusion", "-O3"]
+# -O0 (op by op, untiled) has nothing to run in parallel: tessera-bench runs it on one thread.
+TESSERA_MODES = ["-O0", "-O3 --no-fusion", "-O3"] if THREADS == 1 else ["-O3 --no-fusion", "-O3"]
 SYSTEMS = ["numpy", "tf-eager", "tf-xla", "jax", "onnxruntime"]
 # Agreement: |got - want| <= RTOL * max|want| elementwise (norm-wise, as tessera-run does):
 # the systems differ in summation order and in their exp/tanh.
@@ -264,7 +282,7 @@ def prepare(system, workload, inputs, outputs):
     if system in ("tf-eager", "tf-xla"):
         import tensorflow as tf
 
-        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_intra_op_parallelism_threads(THREADS)
         tf.config.threading.set_inter_op_parallelism_threads(1)
         args = [tf.constant(a) for a in inputs]
         f = tf_workload(tf, workload)
@@ -284,7 +302,7 @@ def prepare(system, workload, inputs, outputs):
 
     model, names = onnx_model(onnx, workload, inputs, outputs)
     options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
+    options.intra_op_num_threads = THREADS
     options.inter_op_num_threads = 1
     session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     feed = dict(zip(names, inputs))
@@ -321,7 +339,8 @@ def run_tessera(args, io_dir, json_path):
     if not os.path.exists(binary):
         sys.exit(f"compare.py: {binary} is missing: run `cargo build --release` first")
     command = [binary, "--workload", ",".join(args.workload), "--time", str(args.time),
-               "--json", json_path, "--save-io", io_dir]
+               "--threads", str(THREADS), "--json", json_path, "--save-io", io_dir]
+    command += [flag for mode in TESSERA_MODES for flag in mode.split()]
     print("running:", " ".join(command), file=sys.stderr)
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
     with open(json_path) as f:
@@ -353,7 +372,7 @@ def chart(path, rows):
         f.write(
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y}" '
             'font-family="sans-serif" font-size="12">\n'
-            "<title>median latency, one thread (shorter is better)</title>\n"
+            f"<title>median latency, {THREADS} thread(s) (shorter is better)</title>\n"
             '<rect width="100%" height="100%" fill="white"/>\n'
             + "\n".join(body)
             + "\n</svg>\n"
@@ -369,6 +388,8 @@ def main():
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--json", help="write every result here")
     parser.add_argument("--chart", help="draw the medians as SVG here")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads (and cores) for every system, tessera included")
     args = parser.parse_args()
     args.workload = [w.strip() for w in args.workload.split(",") if w.strip()]
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
@@ -387,7 +408,8 @@ def main():
             medians = []
             for mode in TESSERA_MODES:
                 found = [r for r in tessera["results"]
-                         if r["workload"] == workload and r["mode"] == mode]
+                         if r["workload"] == workload and r["mode"] == mode
+                         and r["threads"] == (1 if mode == "-O0" else THREADS)]
                 medians.append((f"tessera {mode}", found[0]["median_ms"] if found else None))
             for system in systems:
                 print(f"{workload}: {system}", file=sys.stderr)
@@ -424,6 +446,7 @@ def main():
     firsts = [r for r in records if r["workload"] == args.workload[0]]
     compile_ms = [r["compile_ms"] for r in tessera["results"]
                   if r["workload"] == args.workload[0] and r["mode"] == "-O3"]
+    print(f"\n{THREADS} thread(s), pinned to {THREADS} core(s)")
     if firsts and compile_ms:
         print(f"\nfirst call, compile included, on {args.workload[0]} (ms): "
               f"tessera -O3 {compile_ms[0]:.1f} + its first call, "
@@ -432,7 +455,8 @@ def main():
         print("\ndisagreeing (not timed):\n  " + "\n  ".join(failures))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"tessera": tessera, "peers": records, "rtol": RTOL}, f, indent=1)
+            json.dump({"tessera": tessera, "peers": records, "rtol": RTOL, "threads": THREADS},
+                      f, indent=1)
     if args.chart:
         chart(args.chart, table)
     return 1 if failures else 0

@@ -270,25 +270,36 @@ pub fn epilogue_tiles(loops: &Loops) -> Vec<i64> {
     blocks("linalg.generic", loops)
 }
 
+/// The elements of B a matmul's K block may span (K block x N tile): 256 x 64 floats, 64 KB,
+/// stay in L2 while the M tile streams past them.
+const B_PANEL: i64 = 256 * 64;
+
 /// Blocks of 16 along the parallel loops and 64 along the innermost one; matmul also blocks K
-/// by 256 (for cache reuse); other reductions stay whole.
+/// so that its panel of B (K block x N tile) stays within [`B_PANEL`] (for cache reuse: K by
+/// 256 for wide matrices, whole for narrow ones: the seed MLP's N = 10 panel is 31 KB, and
+/// blocking its K only cut each row's stream of A into pieces); other reductions stay whole.
 fn blocks(name: &str, loops: &Loops) -> Vec<i64> {
     let parallel_count = loops.0.iter().filter(|(_, r)| !r).count();
     let mut parallel_seen = 0;
+    let mut innermost_tile = 64;
     loops
         .0
         .iter()
         .map(|&(extent, reduction)| {
             if reduction {
                 return if name == "linalg.matmul" || name == "linalg.batch_matmul" {
-                    divisor_at_most(extent, 256)
+                    divisor_at_most(extent, (B_PANEL / innermost_tile.max(1)).max(256))
                 } else {
                     0
                 };
             }
             parallel_seen += 1;
             let innermost = parallel_seen == parallel_count;
-            divisor_at_most(extent, if innermost { 64 } else { 16 })
+            let tile = divisor_at_most(extent, if innermost { 64 } else { 16 });
+            if innermost {
+                innermost_tile = tile;
+            }
+            tile
         })
         .collect()
 }
@@ -330,11 +341,13 @@ mod tests {
     #[test]
     fn matmul_blocks_its_reduction() {
         let loops = Loops(vec![(64, false), (10, false), (784, true)]);
-        assert_eq!(choose("linalg.matmul", &loops), [16, 10, 196]);
+        assert_eq!(choose("linalg.matmul", &loops), [16, 10, 784]);
         assert_eq!(
-            choose_vector("linalg.matmul", &loops, &[16, 10, 196], VectorUnit::AVX2),
+            choose_vector("linalg.matmul", &loops, &[16, 10, 784], VectorUnit::AVX2),
             [4, 10, 1]
         );
+        let wide = Loops(vec![(1024, false), (1024, false), (1024, true)]);
+        assert_eq!(choose("linalg.matmul", &wide), [16, 64, 256]);
         let reduction = Loops(vec![(64, false), (10, true)]);
         assert_eq!(choose("linalg.generic", &reduction), [64, 0]);
         assert_eq!(
