@@ -23,7 +23,7 @@
 // SPLIT-NOT: tessera.parallel
 // SPLIT: async.execute
 
-// Below the default min-work (2^20 operations), or on one thread, everything stays on the
+// Below the default min-work (2^18 operations), or on one thread, everything stays on the
 // calling thread and the module records no thread count.
 // SMALL-NOT: tessera.threads
 // SMALL-NOT: async.
