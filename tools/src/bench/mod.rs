@@ -50,12 +50,14 @@ from a fixed seed): w1_b1 w1_b64 w1_b4096 (the seed MLP at batch 1, 64, 4096), w
 (attention, 512x64), w6 (a small conv net, batch 32). Without -O or --no-fusion, every mode
 runs. The machine's limits (FMA peak of one core, copy bandwidth) are measured first; each
 result is also given as a fraction of the limit that binds it (roofline: whichever of its
-flops at the FMA peak and its input and output bytes at the copy bandwidth takes longer).
+flops at the FMA peak and its input and output bytes at the copy bandwidth takes longer). On
+N threads the FMA limit is N cores' peak; the copy bandwidth stays one core's.
 
 Examples:
   tessera-bench
   tessera-bench --workload w3,w4 --json out.json --chart out.svg
-  tessera-bench model.tsr --entry f -O0 -O3 --no-fusion"
+  tessera-bench model.tsr --entry f -O0 -O3 --no-fusion
+  tessera-bench --workload w2,w3 -O3 --threads 1,2"
 )]
 pub struct BenchArgs {
     /// A model to benchmark instead of the built-in suite.
