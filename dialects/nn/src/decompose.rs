@@ -251,7 +251,7 @@ impl Decompose for BatchNorm {
 
 impl Decompose for Attention {
     fn lowering(&self) -> &'static str {
-        "`array.transpose`, `array.matmul`, a scale, a constant causal mask when asked, `nn.softmax`, `array.matmul`"
+        "`array.transpose`, `array.matmul`, a scale, a constant causal mask when asked, then softmax's steps with its normalization after the second `array.matmul`: `(exp(s - max(s)) v) * (1 / sum)`"
     }
 
     fn decompose(
@@ -302,13 +302,17 @@ impl Decompose for Attention {
             )?;
             scaled = ops.binary(&ADD, scaled, mask)?;
         }
-        let softmax = ops.b.op(
-            &crate::activation::SOFTMAX,
-            &[scaled],
-            &[("axis", Attribute::Int(-1))],
-            None,
-            None,
-        )?;
-        Ok(vec![ops.binary(&MATMUL, softmax, v)?])
+        // softmax(s) v with the normalization moved past the matmul (as flash attention
+        // does): (exp(s - max) v) / sum scales lq x d values instead of lq x lk, and row fusion
+        // then computes each row block from scores to output without writing the
+        // probabilities.
+        let axis = rank - 1;
+        let shifted = ops.shifted(scaled, axis)?;
+        let exp = ops.unary(&EXP, shifted)?;
+        let sum = ops.reduce(&REDUCE_SUM, exp, &[axis])?;
+        let unnormalized = ops.binary(&MATMUL, exp, v)?;
+        let one = ops.scalar(q_ty.element, 1.0)?;
+        let reciprocal = ops.binary(&DIV, one, sum)?;
+        Ok(vec![ops.binary(&MUL, unnormalized, reciprocal)?])
     }
 }

@@ -55,7 +55,8 @@ const SIBLING: &str = "tessera.fuse_sibling";
 /// The most rows a row tile holds.
 const ROW_TILE: i64 = 8;
 
-/// The shortest rows worth row fusion. Short rows stay in cache between unfused kernels
+/// The shortest rows worth row fusion (of the root or of a reduction it reads). Short rows
+/// stay in cache between unfused kernels
 /// anyway, and a fused row tile pays per tile for its temporaries and per row for reductions
 /// across a partly filled vector: the seed MLP's dense 10 + softmax over 4096 rows of 10 took
 /// 188 us fused, 105 us unfused.
@@ -196,6 +197,17 @@ fn is_elementwise(op: &WalkedOp<'_>) -> bool {
             .is_some_and(|k| !k.to_string().contains("reduction"))
 }
 
+/// Whether an operand of `op` is the result of a reduction (a generic with a reduction loop).
+fn reads_reduction(op: &WalkedOp<'_>) -> bool {
+    (0..op.operand_count())
+        .filter_map(|i| op.operand_producer(i))
+        .any(|p| {
+            p.name() == "linalg.generic"
+                && p.attribute("iterator_types")
+                    .is_some_and(|k| k.to_string().contains("reduction"))
+        })
+}
+
 /// Whether fusing the producers of `root` into its row loop recomputes nothing expensive:
 /// every structured op the fusion pulls in (its producers, transitively) that is not
 /// elementwise or a fill is used only by ops pulled in too (or by the root). A matmul or a
@@ -232,13 +244,7 @@ fn row_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> Opti
         if !is_elementwise(op) || op.parent().is_some_and(|p| p.name() != "func.func") {
             return;
         }
-        let reads_reduction = (0..op.operand_count())
-            .filter_map(|i| op.operand_producer(i))
-            .any(|p| {
-                p.name() == "linalg.generic"
-                    && p.attribute("iterator_types")
-                        .is_some_and(|k| k.to_string().contains("reduction"))
-            });
+        let reads_reduction = reads_reduction(op);
         let feeds_generic = op
             .uses()
             .iter()
@@ -247,12 +253,20 @@ fn row_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> Opti
         let Some(&(rows, _)) = op_loops.0.first() else {
             return;
         };
-        let row_length: i64 = op_loops
-            .0
-            .iter()
-            .skip(1)
-            .map(|&(extent, _)| extent)
-            .product();
+        // The rows that matter are the longest the loop reduces or writes (attention's
+        // output rows are its head dimension; the reductions run over its keys).
+        let row_length = (0..op.operand_count())
+            .filter_map(|i| op.operand_producer(i))
+            .filter_map(|producer| loops(&producer))
+            .chain(std::iter::once(op_loops.clone()))
+            .map(|l| {
+                l.0.iter()
+                    .skip(1)
+                    .map(|&(extent, _)| extent)
+                    .product::<i64>()
+            })
+            .max()
+            .unwrap_or(0);
         if !reads_reduction
             || feeds_generic
             || rows <= 1
@@ -507,6 +521,12 @@ fn epilogue_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) ->
         let Some(consumer_loops) = loops(&consumer).filter(|_| elementwise) else {
             return;
         };
+        // An epilogue that also reads a reduction (attention's division by the softmax sum,
+        // after the second matmul) is a row fusion root: its row loop takes the matmul and
+        // everything before it, where an epilogue tile would take the matmul alone.
+        if reads_reduction(&consumer) {
+            return;
+        }
         let sizes = epilogue_tiles(&consumer_loops);
         if sizes.iter().all(|&s| s == 0) {
             return;
