@@ -187,12 +187,37 @@ pub fn divisor_at_most(extent: i64, target: i64) -> i64 {
 /// inline stores in one block (12 s of instruction scheduling for one convolution's output).
 const FILL: &str = "linalg.fill";
 
+const TRANSPOSE: &str = "linalg.transpose";
+
+/// A transpose goes in square blocks of 16 x 16 over its last two loops (the others one at a
+/// time): each block is read as 16 rows, transposed in registers by shuffles and written as
+/// 16 rows, where a row of the output gathered its elements one by one (attention's kᵀ,
+/// 512 x 64: 20 us).
+fn transpose_blocks(loops: &Loops) -> Vec<i64> {
+    let rank = loops.0.len();
+    loops
+        .0
+        .iter()
+        .enumerate()
+        .map(|(i, &(extent, _))| {
+            if i + 2 >= rank {
+                divisor_at_most(extent, 16)
+            } else {
+                1
+            }
+        })
+        .collect()
+}
+
 /// Register-level sizes within cache tiles of `cache` sizes: each divides its cache tile (or
 /// the extent, for untiled loops).
 pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64], unit: VectorUnit) -> Vec<i64> {
     let (tile_rows, tile_columns) = unit.matmul_tile();
     if name == FILL {
         return vec![0; loops.0.len()];
+    }
+    if name == TRANSPOSE {
+        return transpose_blocks(loops);
     }
     let matmul = name == "linalg.matmul" || name == "linalg.batch_matmul";
     let windowed = name.starts_with("linalg.conv_2d") || name.starts_with("linalg.pooling_nhwc");
@@ -256,6 +281,9 @@ pub fn choose(name: &str, loops: &Loops) -> Vec<i64> {
         && !name.starts_with("linalg.pooling_nhwc");
     if name == FILL {
         return vec![0; loops.0.len()];
+    }
+    if name == TRANSPOSE {
+        return transpose_blocks(loops);
     }
     if elementwise {
         let last = loops.0.len().saturating_sub(1);

@@ -18,7 +18,8 @@ pub struct Vectorize;
 /// 1-d forms; then every register tile (`tessera.vectorize`) that can be vectorized is, one
 /// at a time (an op that
 /// cannot is left as it is: its failure is suppressed); then vector ops are lowered to
-/// FMA-friendly forms.
+/// FMA-friendly forms, and 2-d transposes (16 x 16 blocks) to shuffles (`shuffle_16x16`;
+/// the default lowering moved one element at a time).
 const SCHEDULE: &str = r#"module attributes {transform.with_named_sequence} {
   transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
     %windowed = transform.structured.match ops{["linalg.conv_2d_nhwc_hwcf", "linalg.pooling_nhwc_max", "linalg.pooling_nhwc_sum"]} attributes {tessera.vectorize} in %root : (!transform.any_op) -> !transform.any_op
@@ -55,7 +56,7 @@ const SCHEDULE: &str = r#"module attributes {transform.with_named_sequence} {
       transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerreduction"
       transform.apply_patterns.vector.lower_outerproduct
       transform.apply_patterns.vector.transfer_permutation_patterns
-      transform.apply_patterns.vector.lower_transpose
+      transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_16x16"
       transform.apply_patterns.vector.lower_shape_cast
       transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_transfers
       transform.apply_patterns.canonicalization
