@@ -67,6 +67,23 @@ impl Stage for Parallelize {
             positive_option(options, "threads", 1).map_err(|e| stage_error(self.name(), e))?;
         let min_work = positive_option(options, "min-work", MIN_WORK)
             .map_err(|e| stage_error(self.name(), e))?;
+        let mut on_tensors = None;
+        walk(&module, |op| {
+            let parallel = match op.name().as_str() {
+                "scf.forall" => true,
+                "scf.for" => op.attribute(PARALLEL).is_some(),
+                _ => false,
+            };
+            if parallel && op.result_count() > 0 {
+                on_tensors.get_or_insert_with(|| op.location());
+            }
+        });
+        if let Some(location) = on_tensors {
+            return Err(stage_error(
+                self.name(),
+                format!("needs bufferized MLIR: run tessera-bufferize first (the parallel loop at {location} still yields tensors)"),
+            ));
+        }
         let mut chosen = 0;
         if threads > 1 {
             walk(&module, |op| {

@@ -76,7 +76,7 @@ pub struct BenchArgs {
     pub no_fusion: bool,
     /// Thread counts to run each mode on, comma-separated (-O0, untiled, has no parallel
     /// loops and runs on one thread only).
-    #[arg(long, value_delimiter = ',', default_value = "1", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(long, value_name = "N", value_delimiter = ',', default_value = "1", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Vec<u32>,
     /// Seconds of timed calls per workload and mode (a tenth more for the warm-up; at least
     /// 3 calls whatever they take).
