@@ -1,4 +1,5 @@
-//! Compiled code in memory: MLIR's ExecutionEngine (LLVM -O3 for the host) over a module in
+//! Compiled code in memory: MLIR's ExecutionEngine (at the LLVM optimization level the caller
+//! picks, for the host; see `compile::jit_opt_level`) over a module in
 //! the LLVM dialect, called through the C interface with inputs validated against the
 //! signature first. Results are caller-owned out-parameters; temporaries go through the
 //! counting allocator.

@@ -124,6 +124,13 @@ impl Pipeline {
         self
     }
 
+    /// Whether a step of the pipeline is the stage `name`.
+    pub fn has_stage(&self, name: &str) -> bool {
+        self.elements
+            .iter()
+            .any(|e| matches!(e, Element::Stage(stage, _) if stage.name() == name))
+    }
+
     /// The pipeline for a program that is MLIR already: without the stages that take the
     /// tessera graph (a preset's conversion).
     pub fn without_graph_stages(mut self) -> Pipeline {

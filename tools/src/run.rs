@@ -18,7 +18,7 @@ use tessera::exec::tensor::{Tensor, TensorData};
 use tessera::frontend::{decode, load};
 use tessera::ir::Module;
 use tessera::mlir::alloc_counter;
-use tessera::mlir::compile::compile;
+use tessera::mlir::compile::{compile, jit_opt_level};
 use tessera::mlir::memref::HostBuffer;
 use tessera::mlir::pipeline::Pipeline;
 use tessera::mlir::MlirContext;
@@ -109,8 +109,14 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
     let context = MlirContext::new();
     let pipeline =
         Pipeline::preset(args.opt_level, !args.no_fusion).with_threads(args.threads as usize);
-    let (jit, times) =
-        compile(&context, &module, &file, &pipeline, 3).map_err(|d| render_all(&d, &file))?;
+    let (jit, times) = compile(
+        &context,
+        &module,
+        &file,
+        &pipeline,
+        jit_opt_level(&module, &pipeline),
+    )
+    .map_err(|d| render_all(&d, &file))?;
     let input_buffers = inputs
         .iter()
         .map(|t| {

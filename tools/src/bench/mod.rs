@@ -26,7 +26,7 @@ use tessera::exec::random::random_tensor;
 use tessera::exec::tensor::Tensor;
 use tessera::frontend::{decode, load};
 use tessera::mlir::alloc_counter;
-use tessera::mlir::compile::compile;
+use tessera::mlir::compile::{compile, jit_opt_level};
 use tessera::mlir::fusion_report::report_of_pipeline;
 use tessera::mlir::memref::{element_bytes, HostBuffer};
 use tessera::mlir::pipeline::Pipeline;
@@ -411,8 +411,14 @@ fn measure_workload(
             .map_or(0, |r| r.kernels.len())
     };
     let context = MlirContext::new();
-    let (jit, times) = compile(&context, &module, &file, &pipeline, 3)
-        .map_err(|d| Failure::Diagnostics(render_all(&d, &file)))?;
+    let (jit, times) = compile(
+        &context,
+        &module,
+        &file,
+        &pipeline,
+        jit_opt_level(&module, &pipeline),
+    )
+    .map_err(|d| Failure::Diagnostics(render_all(&d, &file)))?;
     let tensors: Vec<Tensor> = func
         .params
         .iter()

@@ -9,6 +9,7 @@ mod fusion_reports;
 mod fuzz;
 mod generated;
 mod interpreter;
+mod jit_level;
 mod layering;
 mod mlir_oracle;
 mod numerics;
