@@ -2,28 +2,22 @@
 //! `tessera-vectorize` already vectorized, 3 otherwise.
 
 use crate::common::load_text;
+use tessera::ir::Module;
 use tessera::mlir::compile::jit_opt_level;
 use tessera::mlir::pipeline::Pipeline;
+use tessera_tools::bench::workloads::builtin;
 
-fn seed_mlp(batch: usize) -> String {
-    format!(
-        "func @f(%x: tensor<{batch}x784xf32>, %w1: tensor<784x10xf32>, %b1: tensor<10xf32>,
-         %w2: tensor<10x10xf32>, %b2: tensor<10xf32>) -> tensor<{batch}x10xf32> {{
-  %h = nn.dense %x, %w1, %b1 : tensor<{batch}x10xf32>
-  %a = nn.relu %h
-  %l = nn.dense %a, %w2, %b2 : tensor<{batch}x10xf32>
-  %y = nn.softmax %l
-  return %y : tensor<{batch}x10xf32>
-}}
-"
-    )
+/// The built-in workload `id` of tessera-bench, verified.
+fn workload(id: &str) -> Module {
+    let w = builtin(id).expect("a built-in workload");
+    load_text(&w.path, w.source.as_bytes()).expect("built-in workloads are valid")
 }
 
 #[test]
 fn only_tiny_vectorized_modules_skip_llvm_optimization() {
-    let tiny = load_text("tiny.tsr", seed_mlp(1).as_bytes()).expect("valid");
-    let batch = load_text("batch.tsr", seed_mlp(64).as_bytes()).expect("valid");
-    // Batch 1: 15 961 flops; batch 64: about a million.
+    // The seed MLP at batch 1: 15 961 flops; at batch 64: about a million.
+    let tiny = workload("w1_b1");
+    let batch = workload("w1_b64");
     assert_eq!(jit_opt_level(&tiny, &Pipeline::preset(3, true)), 0);
     assert_eq!(jit_opt_level(&tiny, &Pipeline::preset(3, false)), 0);
     assert_eq!(jit_opt_level(&batch, &Pipeline::preset(3, true)), 3);
