@@ -3,6 +3,7 @@
 //! op; dialects plug in through [`dialect::OpDef`] and [`dialect::Registry`].
 
 pub mod attr;
+pub mod crash;
 pub mod diag;
 pub mod dialect;
 pub mod exec;

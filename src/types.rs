@@ -82,6 +82,15 @@ impl ElementType {
         self.class() == ElementClass::Float
     }
 
+    /// The type that sums and products of this type accumulate in: f32 for f16 and bf16
+    /// (as XLA and PyTorch do: 8 or 11 bits of mantissa lose a long sum), itself otherwise.
+    pub fn accumulator(self) -> ElementType {
+        match self {
+            ElementType::F16 | ElementType::BF16 => ElementType::F32,
+            other => other,
+        }
+    }
+
     /// Size of one element in bits.
     pub fn bit_width(self) -> u32 {
         match self {

@@ -1,6 +1,7 @@
 //! The whole CPU path in one call: a verified module through a pipeline (a preset, or one of
 //! the user's) into the JIT, with the time of every step.
 
+use crate::crash::Activity;
 use crate::diag::Diagnostic;
 use crate::ir::Module;
 use crate::mlir::context::MlirContext;
@@ -76,7 +77,10 @@ pub fn compile(
         )]);
     };
     let start = Instant::now();
-    let jit = Jit::new(&lowered, Signature::of_module(module), opt_level).ok_or_else(|| {
+    let activity = Activity::enter("llvm-jit", file.name(), None);
+    let jit = Jit::new(&lowered, Signature::of_module(module), opt_level);
+    drop(activity);
+    let jit = jit.ok_or_else(|| {
         vec![Diagnostic::error(
             Span::at(0),
             format!("the pipeline {pipeline} does not end in the LLVM dialect"),

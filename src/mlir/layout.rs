@@ -38,6 +38,39 @@ impl<'c, 'a> Emitter<'c, 'a> {
         Ok(results[0])
     }
 
+    /// `x`, of element type `from`, as `to` (`arith.extf`/`truncf` for floats of different
+    /// widths); `x` itself when the types are equal.
+    pub fn float_as(
+        &self,
+        x: Value<'c, 'a>,
+        from: ElementType,
+        to: ElementType,
+    ) -> ConvertResult<Value<'c, 'a>> {
+        let target = self.element_type(to);
+        match from.bit_width().cmp(&to.bit_width()) {
+            _ if from == to => Ok(x),
+            std::cmp::Ordering::Less => self.op("arith.extf", &[x], target),
+            _ => self.op("arith.truncf", &[x], target),
+        }
+    }
+
+    /// `accumulated` (of `accumulated_ty`, the accumulator type of `result`'s elements)
+    /// rounded to `result`; `accumulated` itself when the types are equal.
+    pub fn rounded(
+        &self,
+        accumulated: Value<'c, 'a>,
+        accumulated_ty: &TensorType,
+        result: &TensorType,
+    ) -> ConvertResult<Value<'c, 'a>> {
+        if accumulated_ty == result {
+            return Ok(accumulated);
+        }
+        let (from, to) = (accumulated_ty.element, result.element);
+        self.elementwise(&[(accumulated, accumulated_ty)], result, |inner, x| {
+            inner.float_as(x[0], from, to)
+        })
+    }
+
     /// `tensor.extract_slice %source[offsets] [sizes] [strides]` into `result`.
     pub fn extract_slice(
         &self,

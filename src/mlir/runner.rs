@@ -2,6 +2,7 @@
 //! before or after chosen steps (headed as MLIR does), a numbered dump of every step to a
 //! folder, per-step timing, and a reproducer when a step fails.
 
+use crate::crash::{reproducer_path, Activity};
 use crate::diag::Diagnostic;
 use crate::mlir::pipeline::{Element, Pipeline};
 use crate::mlir::stages::{expect_mlir, run_upstream, Program, StageEnv};
@@ -84,7 +85,7 @@ pub fn run_pipeline<'c>(
                 program.text()
             );
         }
-        let input = program.text();
+        let activity = step_activity(&program, &name, element, env, instrumentation);
         let start = Instant::now();
         let outcome = match element {
             Element::Stage(stage, options) => stage.run(program, env, options),
@@ -99,15 +100,14 @@ pub fn run_pipeline<'c>(
         program = match outcome {
             Ok(program) => program,
             Err(diagnostics) => {
-                let reproducer =
-                    write_reproducer(instrumentation.dump_dir.as_deref(), &name, element, &input);
                 return Err(PipelineFailure {
                     step: name,
                     diagnostics,
-                    reproducer,
+                    reproducer: activity.save_reproducer(),
                 });
             }
         };
+        drop(activity);
         if instrumentation.print_after.includes(&name) {
             let _ = write!(
                 log,
@@ -135,27 +135,26 @@ fn dump(dir: &Path, index: usize, name: &str, program: &Program<'_>) {
     );
 }
 
-/// Saves the input of a failing step with the pipeline that fails on it; returns its path.
-fn write_reproducer(
-    dir: Option<&Path>,
+/// The crash report of one step: its name, the model's file, and its reproducer (the step's
+/// input with the pipeline that reruns the step), saved when the step fails or crashes.
+fn step_activity(
+    program: &Program<'_>,
     name: &str,
     element: &Element,
-    input: &str,
-) -> Option<PathBuf> {
-    let dir = dir
-        .map(Path::to_path_buf)
-        .unwrap_or_else(std::env::temp_dir);
-    std::fs::create_dir_all(&dir).ok()?;
-    let path = dir.join(format!(
-        "tessera-reproducer-{}-{name}.mlir",
-        std::process::id()
-    ));
+    env: &StageEnv<'_, '_>,
+    instrumentation: &Instrumentation,
+) -> Activity {
+    let extension = match program {
+        Program::Graph(_) => "tsr",
+        Program::Mlir(_) => "mlir",
+    };
+    let path = reproducer_path(instrumentation.dump_dir.as_deref(), name, extension);
     let text = format!(
-        "// tessera reproducer: '{name}' fails on this input.\n// Run: tessera-opt {} --pass-pipeline='builtin.module({element})'\n{input}",
-        path.display()
+        "// tessera reproducer: '{name}' fails on this input.\n// Run: tessera-opt {} --pass-pipeline='builtin.module({element})'\n{}",
+        path.display(),
+        program.text()
     );
-    std::fs::write(&path, text).ok()?;
-    Some(path)
+    Activity::enter(name, env.file.name(), Some((&path, text)))
 }
 
 /// A timing report like MLIR's `--mlir-timing`, or JSON (`{"total_ms": ..., "steps": [...]}`).

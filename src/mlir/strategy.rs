@@ -65,8 +65,15 @@ pub const VECTOR_SIZES: &str = "tessera.vector_sizes";
 pub struct Loops(pub Vec<(i64, bool)>);
 
 /// The loops of `op`, when it is a structured op whose loop ranges follow from its operand
-/// and result shapes the way tessera's conversions build them.
+/// and result shapes the way tessera's conversions build them, and every range is static
+/// and non-empty. An op with an empty loop (a tensor with a size-0 dimension) does nothing,
+/// or only writes its initial value: it is neither tiled, fused nor vectorized (MLIR's
+/// tiling divides by the extent).
 pub fn loops(op: &WalkedOp<'_>) -> Option<Loops> {
+    loop_ranges(op).filter(|loops| loops.0.iter().all(|&(extent, _)| extent > 0))
+}
+
+fn loop_ranges(op: &WalkedOp<'_>) -> Option<Loops> {
     let name = op.name();
     let (operands, results) = op.shapes();
     let result = results.first()?.clone()?;

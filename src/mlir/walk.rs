@@ -99,20 +99,30 @@ impl<'c> WalkedOp<'c> {
     /// Whether an operand or result is a tensor or memref of `i1`. LLVM stores vectors of
     /// `i1` as packed bits, while memrefs hold one byte per `i1`, so such ops stay scalar.
     pub fn touches_i1(&self) -> bool {
+        // SAFETY: `element` is the element type of a live shaped type.
+        self.touches_elements(|element| unsafe {
+            mlir_sys::mlirTypeIsAInteger(element) && mlir_sys::mlirIntegerTypeGetWidth(element) == 1
+        })
+    }
+
+    /// Whether an operand or result is a tensor, memref or vector of `bf16`.
+    pub fn touches_bf16(&self) -> bool {
+        // SAFETY: `element` is the element type of a live shaped type.
+        self.touches_elements(|element| unsafe { mlir_sys::mlirTypeIsABF16(element) })
+    }
+
+    /// Whether an operand or result is shaped with elements of which `is` holds.
+    fn touches_elements(&self, is: impl Fn(mlir_sys::MlirType) -> bool) -> bool {
         // SAFETY: as in `name`; values and types are read, not changed.
         unsafe {
-            let is_i1_shaped = |value: mlir_sys::MlirValue| {
+            let shaped_of = |value: mlir_sys::MlirValue| {
                 let ty = mlir_sys::mlirValueGetType(value);
-                mlir_sys::mlirTypeIsAShaped(ty) && {
-                    let element = mlir_sys::mlirShapedTypeGetElementType(ty);
-                    mlir_sys::mlirTypeIsAInteger(element)
-                        && mlir_sys::mlirIntegerTypeGetWidth(element) == 1
-                }
+                mlir_sys::mlirTypeIsAShaped(ty) && is(mlir_sys::mlirShapedTypeGetElementType(ty))
             };
             (0..mlir_sys::mlirOperationGetNumOperands(self.raw))
-                .any(|i| is_i1_shaped(mlir_sys::mlirOperationGetOperand(self.raw, i)))
+                .any(|i| shaped_of(mlir_sys::mlirOperationGetOperand(self.raw, i)))
                 || (0..mlir_sys::mlirOperationGetNumResults(self.raw))
-                    .any(|i| is_i1_shaped(mlir_sys::mlirOperationGetResult(self.raw, i)))
+                    .any(|i| shaped_of(mlir_sys::mlirOperationGetResult(self.raw, i)))
         }
     }
 

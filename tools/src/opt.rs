@@ -9,6 +9,7 @@ use melior::ir::operation::OperationPrintingFlags;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use tessera::crash::Activity;
 use tessera::diag::{render_all, Diagnostic};
 use tessera::expected_diagnostics::check_expected;
 use tessera::frontend::{decode, load, split_chunks, SPLIT_MARKER};
@@ -502,11 +503,20 @@ fn emit(
                 .output
                 .as_deref()
                 .ok_or_else(|| failure("--emit=obj needs -o FILE".into()))?;
+            let _codegen = Activity::enter("llvm-codegen", &args_input_name(args), None);
             write_object_file(&module, &signatures, 3, path)
                 .map(|()| String::new())
                 .map_err(failure)
         }
     }
+}
+
+/// The input's name, as reports say it.
+fn args_input_name(args: &OptArgs) -> String {
+    args.input
+        .as_deref()
+        .filter(|p| p.as_os_str() != "-")
+        .map_or_else(|| "<stdin>".into(), |p| p.display().to_string())
 }
 
 /// `--list-passes`: tessera's stages with their options, then the upstream passes.

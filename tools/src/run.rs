@@ -9,6 +9,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+use tessera::crash::Activity;
 use tessera::diag::render_all;
 use tessera::exec::compare::{compare, Tolerance};
 use tessera::exec::interpret::{interpret, MAX_ELEMENTS};
@@ -128,6 +129,8 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
     let mut outputs = jit
         .output_buffers(&func.name)
         .map_err(|e| format!("tessera-run: error: {e}"))?;
+    // Compiled code that crashes is miscompiled: say so, naming the function.
+    let _running = Activity::enter(&format!("the compiled @{}", func.name), &path, None);
     alloc_counter::reset_peak();
     let before = alloc_counter::stats();
     let start = Instant::now();

@@ -236,80 +236,97 @@ impl ConvertToMlir for Matmul {
 
     fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
         let (a, b) = (op.operand_types[0], op.operand_types[1]);
-        let result = op.result();
         let e = &op.emit;
+        // f16 and bf16 products accumulate in f32, then round once.
+        let result = &op.result().with_element(op.result().element.accumulator());
         let init = e.fill(result, 0.0)?;
         let float = result.element.is_float();
-        let element = e.element_type(result.element);
+        let (input, element) = (a.element, e.element_type(a.element));
+        let accumulator = e.element_type(result.element);
+        let block_args = [element, element, accumulator];
+        let wide = result.element;
         let (ra, rb) = (a.rank(), b.rank());
         let same_batch = ra == rb && a.shape[..ra - 2] == b.shape[..rb - 2];
-        if ra == 2 && rb == 2 {
-            let r = e.structured(
+        let product = if ra == 2 && rb == 2 {
+            e.structured(
                 "linalg.matmul",
                 &op.operands,
                 &[(init, result)],
                 vec![],
-                &[element; 3],
-                |i, x| Ok(vec![mul_add(i, float, x[0], x[1], x[2])?]),
-            )?;
-            return Ok(r);
-        }
-        if ra == 3 && same_batch {
-            let r = e.structured(
+                &block_args,
+                |i, x| Ok(vec![widened_mul_add(i, float, x, input, wide)?]),
+            )?
+        } else if ra == 3 && same_batch {
+            e.structured(
                 "linalg.batch_matmul",
                 &op.operands,
                 &[(init, result)],
                 vec![],
-                &[element; 3],
-                |i, x| Ok(vec![mul_add(i, float, x[0], x[1], x[2])?]),
-            )?;
-            return Ok(r);
-        }
-        // Broadcast batch dimensions: loops [batch..., m, n, k].
-        let batch = result.rank() - 2;
-        let batch_map = |shape: &[u64]| -> Vec<MapExpr> {
-            let offset = batch - (shape.len() - 2);
-            (0..shape.len() - 2)
-                .map(|j| {
-                    if shape[j] == 1 && result.shape[j + offset] != 1 {
-                        MapExpr::Zero
-                    } else {
-                        MapExpr::Dim(j + offset)
-                    }
-                })
-                .collect()
+                &block_args,
+                |i, x| Ok(vec![widened_mul_add(i, float, x, input, wide)?]),
+            )?
+        } else {
+            // Broadcast batch dimensions: loops [batch..., m, n, k].
+            let batch = result.rank() - 2;
+            let batch_map = |shape: &[u64]| -> Vec<MapExpr> {
+                let offset = batch - (shape.len() - 2);
+                (0..shape.len() - 2)
+                    .map(|j| {
+                        if shape[j] == 1 && result.shape[j + offset] != 1 {
+                            MapExpr::Zero
+                        } else {
+                            MapExpr::Dim(j + offset)
+                        }
+                    })
+                    .collect()
+            };
+            let (m, n, k) = (
+                MapExpr::Dim(batch),
+                MapExpr::Dim(batch + 1),
+                MapExpr::Dim(batch + 2),
+            );
+            let a_map = [batch_map(&a.shape), vec![m, k]].concat();
+            let b_map = [batch_map(&b.shape), vec![k, n]].concat();
+            let mut iterators = vec![IteratorKind::Parallel; batch + 2];
+            iterators.push(IteratorKind::Reduction);
+            e.generic(
+                &[
+                    Indexed {
+                        value: op.operands[0],
+                        map: a_map,
+                    },
+                    Indexed {
+                        value: op.operands[1],
+                        map: b_map,
+                    },
+                ],
+                &[(
+                    Indexed {
+                        value: init,
+                        map: identity(batch + 2),
+                    },
+                    result,
+                )],
+                &iterators,
+                |i, x| Ok(vec![widened_mul_add(i, float, x, input, wide)?]),
+            )?
         };
-        let (m, n, k) = (
-            MapExpr::Dim(batch),
-            MapExpr::Dim(batch + 1),
-            MapExpr::Dim(batch + 2),
-        );
-        let a_map = [batch_map(&a.shape), vec![m, k]].concat();
-        let b_map = [batch_map(&b.shape), vec![k, n]].concat();
-        let mut iterators = vec![IteratorKind::Parallel; batch + 2];
-        iterators.push(IteratorKind::Reduction);
-        e.generic(
-            &[
-                Indexed {
-                    value: op.operands[0],
-                    map: a_map,
-                },
-                Indexed {
-                    value: op.operands[1],
-                    map: b_map,
-                },
-            ],
-            &[(
-                Indexed {
-                    value: init,
-                    map: identity(batch + 2),
-                },
-                result,
-            )],
-            &iterators,
-            |i, x| Ok(vec![mul_add(i, float, x[0], x[1], x[2])?]),
-        )
+        Ok(vec![e.rounded(product[0], result, op.result())?])
     }
+}
+
+/// `acc + a * b` of the payload arguments `[a, b, acc]`, `a` and `b` (of element type
+/// `input`) first widened to the accumulator's type `wide`.
+fn widened_mul_add<'c, 'b>(
+    e: &Emitter<'c, 'b>,
+    float: bool,
+    x: &[Value<'c, 'b>],
+    input: ElementType,
+    wide: ElementType,
+) -> ConvertResult<Value<'c, 'b>> {
+    let a = e.float_as(x[0], input, wide)?;
+    let b = e.float_as(x[1], input, wide)?;
+    mul_add(e, float, a, b, x[2])
 }
 
 /// `acc + a * b`.
@@ -471,7 +488,13 @@ impl ConvertToMlir for Reduce {
             (ReduceKind::Min, false) => "arith.minsi",
         };
         let e = &op.emit;
-        let init = e.fill(result, identity_value.value(result.element))?;
+        // f16 and bf16 sums accumulate in f32, then round once.
+        let accumulator = match self.kind {
+            ReduceKind::Sum | ReduceKind::Mean => x.element.accumulator(),
+            ReduceKind::Max | ReduceKind::Min => x.element,
+        };
+        let accumulated_ty = result.with_element(accumulator);
+        let init = e.fill(&accumulated_ty, identity_value.value(accumulator))?;
         let (in_map, out_map, iterators) = reduction_maps(x.rank(), &axes, keepdims);
         let sums = e.generic(
             &[Indexed {
@@ -483,20 +506,24 @@ impl ConvertToMlir for Reduce {
                     value: init,
                     map: out_map,
                 },
-                result,
+                &accumulated_ty,
             )],
             &iterators,
-            |inner, args| Ok(vec![inner.same(combine, &[args[1], args[0]])?]),
-        )?;
-        if self.kind != ReduceKind::Mean {
-            return Ok(sums);
-        }
-        let count: u64 = axes.iter().map(|&a| x.shape[a]).product();
-        let mean = e.elementwise(&[(sums[0], result)], result, |inner, s| {
-            let n = inner.const_like(s[0], count as f64)?;
-            inner.same("arith.divf", &[s[0], n])
-        })?;
-        Ok(vec![mean])
+            |inner, args| {
+                let element = inner.float_as(args[0], x.element, accumulator)?;
+                Ok(vec![inner.same(combine, &[args[1], element])?])
+            },
+        )?[0];
+        let reduced = if self.kind == ReduceKind::Mean {
+            let count: u64 = axes.iter().map(|&a| x.shape[a]).product();
+            e.elementwise(&[(sums, &accumulated_ty)], &accumulated_ty, |inner, s| {
+                let n = inner.const_like(s[0], count as f64)?;
+                inner.same("arith.divf", &[s[0], n])
+            })?
+        } else {
+            sums
+        };
+        Ok(vec![e.rounded(reduced, &accumulated_ty, result)?])
     }
 }
 

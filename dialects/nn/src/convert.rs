@@ -81,23 +81,29 @@ impl ConvertToMlir for Conv2d {
         let strides = pair(op, "strides", [1, 1]);
         let dilations = pair(op, "dilations", [1, 1]);
         let (input, _) = padded_input(op, [w.shape[0], w.shape[1]], strides, dilations, 0.0)?;
-        let init = e.fill(result, 0.0)?;
-        let element = e.element_type(result.element);
+        // f16 and bf16 products accumulate in f32, then round once.
+        let accumulated_ty = result.with_element(result.element.accumulator());
+        let init = e.fill(&accumulated_ty, 0.0)?;
+        let (narrow, wide) = (result.element, accumulated_ty.element);
+        let element = e.element_type(narrow);
         let attributes = vec![
             i64_pair(e, "strides", strides)?,
             i64_pair(e, "dilations", dilations)?,
         ];
-        let conv = e.structured(
+        let accumulated = e.structured(
             "linalg.conv_2d_nhwc_hwcf",
             &[input, op.operands[1]],
-            &[(init, result)],
+            &[(init, &accumulated_ty)],
             attributes,
-            &[element; 3],
+            &[element, element, e.element_type(wide)],
             |inner, x| {
-                let product = inner.same("arith.mulf", &[x[0], x[1]])?;
+                let a = inner.float_as(x[0], narrow, wide)?;
+                let b = inner.float_as(x[1], narrow, wide)?;
+                let product = inner.same("arith.mulf", &[a, b])?;
                 Ok(vec![inner.same("arith.addf", &[x[2], product])?])
             },
         )?[0];
+        let conv = e.rounded(accumulated, &accumulated_ty, result)?;
         let Some((&bias, &bias_ty)) = op.operands.get(2).zip(op.operand_types.get(2)) else {
             return Ok(vec![conv]);
         };
@@ -203,8 +209,14 @@ fn pool<'c, 'a>(
 ) -> ConvertResult<Value<'c, 'a>> {
     let window_ty = TensorType::new(window.to_vec(), result.element);
     let window_tensor = e.empty(&window_ty)?;
-    let output = e.fill(result, init)?;
-    let element = e.element_type(result.element);
+    // f16 and bf16 sums accumulate in f32, then round once (a maximum is exact anyway).
+    let (narrow, wide) = match combine {
+        "arith.addf" => (result.element, result.element.accumulator()),
+        _ => (result.element, result.element),
+    };
+    let accumulated_ty = result.with_element(wide);
+    let output = e.fill(&accumulated_ty, init)?;
+    let element = e.element_type(narrow);
     let attributes = vec![
         i64_pair(e, "strides", strides)?,
         i64_pair(e, "dilations", [1, 1])?,
@@ -212,10 +224,13 @@ fn pool<'c, 'a>(
     let pooled = e.structured(
         name,
         &[input, window_tensor],
-        &[(output, result)],
+        &[(output, &accumulated_ty)],
         attributes,
-        &[element; 3],
-        |inner, x| Ok(vec![inner.same(combine, &[x[2], x[0]])?]),
+        &[element, element, e.element_type(wide)],
+        |inner, x| {
+            let value = inner.float_as(x[0], narrow, wide)?;
+            Ok(vec![inner.same(combine, &[x[2], value])?])
+        },
     )?;
-    Ok(pooled[0])
+    e.rounded(pooled[0], &accumulated_ty, result)
 }

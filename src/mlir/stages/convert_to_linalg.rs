@@ -1,9 +1,12 @@
 //! `tessera-convert-to-linalg`: the graph becomes MLIR func/tensor/linalg/arith/math.
+//! f16 and bf16 arithmetic is computed in f32 and rounded per op; their sums accumulate in f32.
 //! Precondition: a verified graph. Postcondition: a verified MLIR module, every op located.
 
 use crate::diag::Diagnostic;
 use crate::mlir::convert::convert_module;
-use crate::mlir::stages::{stage_error, Program, Stage, StageEnv, StageOptions};
+use crate::mlir::stages::{
+    run_upstream, stage_error, Program, Stage, StageEnv, StageOptions, NARROW_FLOATS_IN_F32,
+};
 
 /// The conversion as a stage.
 pub struct ConvertToLinalg;
@@ -29,7 +32,9 @@ impl Stage for ConvertToLinalg {
     ) -> Result<Program<'c>, Vec<Diagnostic>> {
         match program {
             Program::Graph(module) => {
-                convert_module(env.context, &module, env.file).map(Program::Mlir)
+                let mut converted = convert_module(env.context, &module, env.file)?;
+                run_upstream(env, &mut converted, NARROW_FLOATS_IN_F32, self.name())?;
+                Ok(Program::Mlir(converted))
             }
             Program::Mlir(_) => Err(stage_error(self.name(), "the program is MLIR already")),
         }

@@ -31,6 +31,19 @@ const STRUCTURE: &str =
 const ASYNC: &str = "async-to-async-runtime,async-runtime-ref-counting,\
                      async-runtime-ref-counting-opt,convert-async-to-llvm";
 
+/// bf16 conversions as integer arithmetic (a shift; rounding to nearest even by an add).
+/// LLVM's instcombine narrows `fptrunc(fadd(fpext a, fpext b))` back to a bf16 `fadd`, which
+/// its x86 code generator cannot lower for vectors of 9, 17, ... lanes ("Do not know how to
+/// soft promote this operator's operand"); on integers there is nothing to narrow.
+const BF16_AS_INTEGERS: &str = "arith-expand{include-bf16=true}";
+
+/// Whether an op of `module` reads or writes bf16 tensors, memrefs or vectors.
+fn has_bf16(module: &melior::ir::Module<'_>) -> bool {
+    let mut found = false;
+    walk(module, |op| found |= op.touches_bf16());
+    found
+}
+
 /// The pass that approximates math with polynomials (`math=approximate`).
 const APPROXIMATE: &str = "math-polynomial-approximation";
 
@@ -72,6 +85,13 @@ impl Stage for LowerToLlvm {
             Some("libm") => format!("{STRUCTURE},{REST}"),
             _ => format!("{STRUCTURE},{APPROXIMATE},{REST}"),
         };
+        if has_bf16(&module) {
+            passes = passes.replacen(
+                "convert-arith-to-llvm",
+                &format!("{BF16_AS_INTEGERS},convert-arith-to-llvm"),
+                1,
+            );
+        }
         let mut has_async = false;
         walk(&module, |op| has_async |= op.name().starts_with("async."));
         if has_async {

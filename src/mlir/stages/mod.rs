@@ -50,6 +50,13 @@ impl Program<'_> {
     }
 }
 
+/// The upstream passes that compute f16 and bf16 arithmetic and math in f32, rounding each
+/// result to its type (the same value as a correctly rounded narrow operation: f32 holds more
+/// than twice their mantissa bits). x86 has no bf16 arithmetic, and LLVM 19 aborts on some
+/// bf16 vectors ("Do not know how to soft promote this operator's operand").
+pub const NARROW_FLOATS_IN_F32: &str =
+    "arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32},math-legalize-to-f32";
+
 /// What every stage runs with.
 pub struct StageEnv<'c, 'f> {
     /// The MLIR context of the program.

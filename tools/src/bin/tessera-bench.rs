@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use tessera_tools::bench::{run_bench, BenchArgs};
 
 fn main() -> ExitCode {
+    tessera::crash::install("tessera-bench");
     run_bench(
         &BenchArgs::parse(),
         &mut std::io::stdout(),

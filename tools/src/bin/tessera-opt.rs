@@ -5,5 +5,6 @@ use std::process::ExitCode;
 use tessera_tools::opt::{run_opt, OptArgs};
 
 fn main() -> ExitCode {
+    tessera::crash::install("tessera-opt");
     run_opt(&OptArgs::parse(), &mut std::io::stderr())
 }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use tessera_tools::run::{run, RunArgs};
 
 fn main() -> ExitCode {
+    tessera::crash::install("tessera-run");
     run(
         &RunArgs::parse(),
         &mut std::io::stdout(),
