@@ -17,6 +17,35 @@ use std::sync::Once;
 /// (0: success, 1: errors in the input, 2: usage errors).
 pub const EXIT_CRASH: u8 = 3;
 
+/// The exit status when compiled code runs out of memory (a temporary too large for this
+/// machine): not a bug, not an input error either.
+pub const EXIT_OUT_OF_MEMORY: u8 = 4;
+
+/// Reports that compiled code could not allocate `bytes` and exits with
+/// [`EXIT_OUT_OF_MEMORY`]. Allocates nothing.
+pub fn out_of_memory(bytes: usize) -> ! {
+    let write = |bytes: &[u8]| {
+        // SAFETY: writing a live buffer to standard error.
+        unsafe { libc::write(2, bytes.as_ptr().cast(), bytes.len()) };
+    };
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = bytes;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    write(b"tessera: error: out of memory: compiled code could not allocate ");
+    write(&digits[at..]);
+    write(b" bytes\n");
+    // SAFETY: ends the process; nothing can continue without the buffer.
+    unsafe { libc::_exit(i32::from(EXIT_OUT_OF_MEMORY)) }
+}
+
 /// What is running, prepared for a crash report.
 struct Report {
     /// `<tool>: internal error: ` (the cause follows it).

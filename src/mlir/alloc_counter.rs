@@ -52,7 +52,7 @@ pub fn reset_peak() {
 
 fn allocate(size: usize, align: usize) -> *mut u8 {
     let Ok(layout) = Layout::from_size_align(size.max(1), align.max(64)) else {
-        return std::ptr::null_mut();
+        crate::crash::out_of_memory(size);
     };
     let cached = CACHE
         .lock()
@@ -67,7 +67,8 @@ fn allocate(size: usize, align: usize) -> *mut u8 {
         None => unsafe { alloc(layout) },
     };
     if ptr.is_null() {
-        return ptr;
+        // Compiled code does not check: report it here rather than crash on the null.
+        crate::crash::out_of_memory(size);
     }
     if let Ok(mut live) = LIVE.lock() {
         live.get_or_insert_with(HashMap::new)

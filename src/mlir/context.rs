@@ -105,6 +105,7 @@ impl MlirContext {
                 message: "MLIR text contains a NUL byte".into(),
             }]);
         }
+        guard_parser(text, "-")?;
         match Module::parse(&self.context, text) {
             Some(module) if module.as_operation().verify() => Ok(module),
             _ => Err(self.take_diagnostics()),
@@ -128,6 +129,10 @@ impl MlirContext {
                 message: "MLIR text contains a NUL byte".into(),
             }]);
         };
+        guard_parser(
+            text.to_str().unwrap_or_default(),
+            source.to_str().unwrap_or_default(),
+        )?;
         // SAFETY: both strings are NUL-terminated and outlive the call (MLIR copies what it
         // keeps); a null result means the text did not parse and is not wrapped.
         let operation = unsafe {
@@ -154,6 +159,22 @@ impl MlirContext {
             _ => Err(self.take_diagnostics()),
         }
     }
+}
+
+/// Refuses text that MLIR's parser would crash on (see `parse_guard`), located as MLIR
+/// locates its own errors in a file named `source`.
+fn guard_parser(text: &str, source: &str) -> Result<(), Vec<MlirDiagnostic>> {
+    let Some(malformed) = crate::mlir::parse_guard::malformed_list(text) else {
+        return Ok(());
+    };
+    let before = &text[..malformed.offset];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |n| n + 1) + 1;
+    Err(vec![MlirDiagnostic {
+        severity: "error",
+        location: format!("loc(\"{source}\":{line}:{column})"),
+        message: malformed.message,
+    }])
 }
 
 impl Default for MlirContext {

@@ -216,6 +216,9 @@ fn transpose_blocks(loops: &Loops) -> Vec<i64> {
         .collect()
 }
 
+/// The widest window row that vectorization unrolls whole.
+const MAX_UNROLLED_TAPS: i64 = 16;
+
 /// Register-level sizes within cache tiles of `cache` sizes: each divides its cache tile (or
 /// the extent, for untiled loops).
 pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64], unit: VectorUnit) -> Vec<i64> {
@@ -247,10 +250,15 @@ pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64], unit: VectorUnit)
             if windowed {
                 // One output row and one window row per tile, so the op decomposes into its
                 // 1-d form, which vectorizes: [N, OH, OW, C|F, KH, KW(, C)] -> [1, 1, 8, 16, 1, 0, 0].
+                // The vectorizer unrolls the window row: a wide one goes one tap at a time
+                // (a window of 2^30 taps was unrolled until memory ran out), and at most 64
+                // input channels are contracted at once.
                 return match i {
                     2 => width(8),
                     3 => width(16),
                     0 | 1 | 4 => 1,
+                    5 if extent > MAX_UNROLLED_TAPS => 1,
+                    6 if extent > 64 => width(64),
                     _ => 0,
                 };
             }

@@ -9,6 +9,16 @@ use mlir_sys::MlirOperation;
 /// A value's static shape (`None` when it is not a ranked shaped value).
 pub type Shape = Option<Vec<i64>>;
 
+/// Tensor ops whose result bufferizes to a view of their first operand.
+const VIEWS: &[&str] = &[
+    "tensor.collapse_shape",
+    "tensor.expand_shape",
+    "tensor.extract_slice",
+    "tensor.cast",
+    "tensor.reshape",
+    "tensor.bitcast",
+];
+
 /// An operation met during a walk. Only attributes change through it, so the walk's order
 /// stays valid.
 pub struct WalkedOp<'c> {
@@ -126,22 +136,31 @@ impl<'c> WalkedOp<'c> {
         }
     }
 
-    /// The operands that are a block argument or the same value as an earlier operand: for a
-    /// `func.return`, the results that alias a parameter or another result.
+    /// The operands that are a block argument or the same value as an earlier operand, or a
+    /// view of one (through reshapes, slices and casts, which bufferize to views of their
+    /// source): for a `func.return`, the results that alias a parameter or another result.
     pub fn aliased_operands(&self) -> Vec<usize> {
-        // SAFETY: as in `name`; values are read, not changed.
+        // SAFETY: as in `name`; values and their defining operations are read, not changed.
         unsafe {
-            let operands: Vec<mlir_sys::MlirValue> =
+            let root = |mut value: mlir_sys::MlirValue| loop {
+                if !mlir_sys::mlirValueIsAOpResult(value) {
+                    return value;
+                }
+                let producer = WalkedOp::from_raw(mlir_sys::mlirOpResultGetOwner(value));
+                if !VIEWS.contains(&producer.name().as_str()) {
+                    return value;
+                }
+                value = mlir_sys::mlirOperationGetOperand(producer.raw, 0);
+            };
+            let roots: Vec<mlir_sys::MlirValue> =
                 (0..mlir_sys::mlirOperationGetNumOperands(self.raw))
-                    .map(|i| mlir_sys::mlirOperationGetOperand(self.raw, i))
+                    .map(|i| root(mlir_sys::mlirOperationGetOperand(self.raw, i)))
                     .collect();
-            (0..operands.len())
+            (0..roots.len())
                 .filter(|&i| {
-                    let v = operands[i];
+                    let v = roots[i];
                     mlir_sys::mlirValueIsABlockArgument(v)
-                        || operands[..i]
-                            .iter()
-                            .any(|&w| mlir_sys::mlirValueEqual(v, w))
+                        || roots[..i].iter().any(|&w| mlir_sys::mlirValueEqual(v, w))
                 })
                 .collect()
         }

@@ -473,6 +473,12 @@ impl ConvertToMlir for Reduce {
             .attr("keepdims")
             .and_then(|k| k.as_bool())
             .unwrap_or(false);
+        // Reducing no axis is the identity. As a generic, it would be an elementwise op that
+        // reads its initial value, which upstream elementwise fusion miscompiles (it keeps
+        // that output, written by every iteration of the consumer's broadcast loops).
+        if axes.is_empty() {
+            return Ok(vec![op.operands[0]]);
+        }
         let float = x.element.is_float();
         let identity_value = match self.kind {
             ReduceKind::Sum | ReduceKind::Mean => ReductionIdentity::Zero,

@@ -71,7 +71,45 @@ pub fn geometry(
         .attr("padding")
         .unwrap_or(Attribute::Str("valid".into()));
     match window_geometry(&padding, input, window, strides, dilations) {
-        Ok(g) => Some(g.output),
+        Ok(g) => {
+            // The padded input and the window are tensors of their own once lowered: their
+            // sizes must fit in i64 as every tensor's do.
+            let x = ctx.operand(0);
+            let [top, bottom, left, right] = g.padding.map(u128::from);
+            let padded = [
+                u128::from(x.shape[0]),
+                u128::from(input[0]) + top + bottom,
+                u128::from(input[1]) + left + right,
+                u128::from(x.shape[3]),
+            ];
+            // Counted in bytes: a buffer's size in bytes is an i64 too.
+            let limit = i64::MAX as u128 / u128::from(x.element.bit_width().div_ceil(8));
+            let count = |dims: &[u128]| {
+                dims.iter()
+                    .try_fold(1u128, |n, &d| n.checked_mul(d).filter(|&n| n <= limit))
+            };
+            if count(&padded).is_none() {
+                let shape = padded.map(|d| d.to_string()).join("x");
+                return ctx
+                    .attr_error(
+                        "padding",
+                        format!("pads its input to {shape}, more bytes than fit in i64"),
+                    )
+                    .map(|_| [0, 0]);
+            }
+            if count(&window.map(u128::from)).is_none() {
+                let message = format!(
+                    "window ({}x{}) has more bytes than fit in i64",
+                    window[0], window[1]
+                );
+                return match source {
+                    WindowSource::Operand(index) => ctx.operand_error(index, message),
+                    WindowSource::Attr(name) => ctx.attr_error(name, message),
+                }
+                .map(|_| [0, 0]);
+            }
+            Some(g.output)
+        }
         Err(WindowError::Padding(message)) => ctx.attr_error("padding", message).map(|_| [0, 0]),
         Err(WindowError::TooLarge(message)) => match source {
             WindowSource::Operand(index) => ctx.operand_error(index, message),
