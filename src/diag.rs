@@ -2,6 +2,7 @@
 
 use crate::source::{SourceFile, Span};
 use std::fmt::Write;
+use std::sync::Arc;
 
 /// How serious a diagnostic is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -25,6 +26,31 @@ impl Severity {
     }
 }
 
+/// Which text a diagnostic points into.
+#[derive(Clone, Debug, Default)]
+pub enum Place {
+    /// The file it is rendered against (the model, or the MLIR input).
+    #[default]
+    Input,
+    /// Another text: the pass pipeline, a schedule file.
+    In(Arc<SourceFile>),
+    /// No text: a problem with the command rather than with a text (a file that cannot be
+    /// read). Rendered as `error: message`, without a line.
+    Nowhere,
+}
+
+impl PartialEq for Place {
+    fn eq(&self, other: &Place) -> bool {
+        match (self, other) {
+            (Place::In(a), Place::In(b)) => a.name() == b.name() && a.text() == b.text(),
+            (Place::Input, Place::Input) | (Place::Nowhere, Place::Nowhere) => true,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Place {}
+
 /// One message about a place in the source, with optional notes at other places.
 ///
 /// Wording follows MLIR: lower-case, no final period, actual values in parentheses.
@@ -38,26 +64,44 @@ pub struct Diagnostic {
     pub message: String,
     /// Related places (a previous definition, a callee's signature).
     pub notes: Vec<Diagnostic>,
+    /// Which text `span` is in.
+    pub place: Place,
 }
 
 impl Diagnostic {
-    /// An error at `span`.
+    /// An error at `span` of the input.
     pub fn error(span: Span, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             severity: Severity::Error,
             span,
             message: message.into(),
             notes: Vec::new(),
+            place: Place::Input,
         }
     }
 
-    /// Attaches a note at `span`.
+    /// An error at `span` of `file`, a text other than the input (the pass pipeline).
+    pub fn error_in(file: Arc<SourceFile>, span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            place: Place::In(file),
+            ..Diagnostic::error(span, message)
+        }
+    }
+
+    /// An error in no text: about the command (a file that cannot be read).
+    pub fn unlocated(message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            place: Place::Nowhere,
+            ..Diagnostic::error(Span::at(0), message)
+        }
+    }
+
+    /// Attaches a note at `span` (in the same text as this diagnostic).
     pub fn with_note(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
         self.notes.push(Diagnostic {
             severity: Severity::Note,
-            span,
-            message: message.into(),
-            notes: Vec::new(),
+            place: self.place.clone(),
+            ..Diagnostic::error(span, message)
         });
         self
     }
@@ -70,7 +114,18 @@ impl Diagnostic {
         out
     }
 
-    fn render_into(&self, file: &SourceFile, out: &mut String) {
+    fn render_into(&self, input: &SourceFile, out: &mut String) {
+        let file = match &self.place {
+            Place::Input => input,
+            Place::In(file) => file,
+            Place::Nowhere => {
+                let _ = writeln!(out, "{}: {}", self.severity.word(), self.message);
+                for note in &self.notes {
+                    note.render_into(input, out);
+                }
+                return;
+            }
+        };
         let pos = file.line_col(self.span.start);
         let _ = writeln!(
             out,
@@ -108,7 +163,7 @@ impl Diagnostic {
         let _ = writeln!(out, "{shown}");
         let _ = writeln!(out, "{indent}^{}", "~".repeat(width - 1));
         for note in &self.notes {
-            note.render_into(file, out);
+            note.render_into(input, out);
         }
     }
 }
@@ -133,6 +188,22 @@ mod tests {
             "m.tsr:2:8: error: unknown op 'nn.bad'\n  %a = nn.bad %x\n       ^~~~~~\n\
              m.tsr:1:1: note: in this function\nfunc @f() {\n^\n"
         );
+    }
+
+    #[test]
+    fn other_texts_and_no_text() {
+        let model = SourceFile::new("m.tsr", "func @f() {\n}\n");
+        let pipeline = Arc::new(SourceFile::new(
+            "<pass-pipeline>",
+            "builtin.module(cse,bad)",
+        ));
+        let diag = Diagnostic::error_in(pipeline, Span::new(19, 22), "unknown pass 'bad'");
+        assert_eq!(
+            diag.render(&model),
+            "<pass-pipeline>:1:20: error: unknown pass 'bad'\nbuiltin.module(cse,bad)\n                   ^~~\n"
+        );
+        let diag = Diagnostic::unlocated("cannot read 's.mlir'");
+        assert_eq!(diag.render(&model), "error: cannot read 's.mlir'\n");
     }
 
     #[test]

@@ -25,7 +25,7 @@
 // LIBM: llvm.intr.exp
 // LIBM: llvm.call @tanhf
 // LIBM: llvm.call @erff
-// BAD: error: in stage 'tessera-lower-to-llvm': option 'math' must be 'approximate' or 'libm', but is 'fast'
+// BAD: <pass-pipeline>:1:16: error: 'tessera-lower-to-llvm': option 'math' must be 'approximate' or 'libm', but is 'fast'
 func.func @main() {
   %lanes = arith.constant dense<[0x7FC00000, 0x7F800000, 0xFF800000, 0.5, -0.5, 100.0, -100.0, 0.0]> : vector<8xf32>
   %c0 = arith.constant 0 : index

@@ -35,7 +35,7 @@
 // EXEC: 134209536
 // EXEC-NEXT: 134209536
 
-// BAD: error: in stage 'tessera-parallelize': option 'threads' must be a positive integer, but is '0'
+// BAD: <pass-pipeline>:1:16: error: 'tessera-parallelize': option 'threads' must be a positive integer, but is '0'
 func.func @main() {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index

@@ -73,7 +73,7 @@ pub fn report_of_pipeline(
         .map(|p| Pipeline {
             elements: p.elements.into_iter().take(end + 1).collect(),
         })
-        .map_err(|e| failure(&e))?;
+        .map_err(|e| failure(&e.message))?;
     let (lowered, _) = run_pipeline(program, &prefix, env, &Instrumentation::default(), log)
         .map_err(|f| f.diagnostics)?;
     let Program::Mlir(mlir) = lowered else {

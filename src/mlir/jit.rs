@@ -141,6 +141,8 @@ pub fn write_object_file(
         }
     }
     let text = path.to_str().ok_or("the output path is not UTF-8")?;
+    // LLVM reports an unwritable path only on its own standard error.
+    std::fs::File::create(path).map_err(|e| format!("cannot write '{text}': {e}"))?;
     engine.dump_to_object_file(text);
     if path.exists() {
         Ok(())

@@ -6,6 +6,7 @@ use crate::mlir::context::MlirDiagnostic;
 use crate::source::{SourceFile, Span};
 use melior::ir::Location;
 use melior::Context;
+use std::sync::Arc;
 
 /// The MLIR location of `span` in `file`: a `FileLineColLoc`, inside a `NameLoc` carrying the
 /// value name when there is one.
@@ -24,32 +25,43 @@ pub fn op_location<'c>(
 }
 
 /// MLIR diagnostics as tessera diagnostics, placed at the `file:line:col` in their location
-/// (the last one, the innermost), or at the start of the file when they have none. Notes
-/// MLIR attaches come as separate diagnostics; they become notes of the error before them.
+/// (the last one, the innermost), or without a place when they have none. Notes MLIR
+/// attaches come as separate diagnostics; they become notes of the error before them.
 pub fn located_diagnostics(diagnostics: &[MlirDiagnostic], file: &SourceFile) -> Vec<Diagnostic> {
+    located_in(diagnostics, file, &[])
+}
+
+/// As [`located_diagnostics`], with locations in `others` (a schedule file) placed there.
+pub fn located_in(
+    diagnostics: &[MlirDiagnostic],
+    file: &SourceFile,
+    others: &[Arc<SourceFile>],
+) -> Vec<Diagnostic> {
     let mut out: Vec<Diagnostic> = Vec::new();
     for d in diagnostics {
-        // A place in another file (a schedule) cannot be shown with this file's lines: it is
-        // named in the message instead.
-        let (span, message) = match span_of(&d.location, file) {
-            Some(span) => (span, d.message.clone()),
-            None => (Span::at(0), format!("{} (at {})", d.message, d.location)),
+        let mut diagnostic = if let Some(span) = span_of(&d.location, file) {
+            Diagnostic::error(span, d.message.clone())
+        } else if let Some((other, span)) = others
+            .iter()
+            .find_map(|other| span_of(&d.location, other).map(|span| (other, span)))
+        {
+            Diagnostic::error_in(other.clone(), span, d.message.clone())
+        } else if d.location.contains("unknown") || d.location.is_empty() {
+            Diagnostic::unlocated(d.message.clone())
+        } else {
+            Diagnostic::unlocated(format!("{} (at {})", d.message, d.location))
         };
         match (d.severity, out.last_mut()) {
-            ("note", Some(last)) => last.notes.push(Diagnostic {
-                severity: crate::diag::Severity::Note,
-                span,
-                message,
-                notes: Vec::new(),
-            }),
-            _ => out.push(Diagnostic::error(span, message)),
+            ("note", Some(last)) => {
+                diagnostic.severity = crate::diag::Severity::Note;
+                last.notes.push(diagnostic);
+            }
+            _ => out.push(diagnostic),
         }
     }
     out
 }
 
-/// The span at the last `"file":line:col` of an MLIR location's text, when that file is
-/// `file` (or MLIR's unnamed `-`).
 fn span_of(location: &str, file: &SourceFile) -> Option<Span> {
     let (before, position) = location.rsplit_once("\":")?;
     let name = before.rsplit_once('"').map_or(before, |(_, n)| n);

@@ -3,9 +3,12 @@
 //! `-O0`..`-O3`. A pipeline prints back in the same syntax, so the expansion of a preset can be
 //! reused verbatim.
 
+use crate::diag::Diagnostic;
 use crate::mlir::stages::{stage, stages, Stage, StageOptions};
+use crate::source::{SourceFile, Span};
 use crate::suggest::did_you_mean;
 use std::fmt;
+use std::sync::Arc;
 
 /// The upstream passes and pass pipelines MLIR 19 registers (from `mlir-opt --help`): name,
 /// tab, one-line summary. For `--list-passes` and "did you mean".
@@ -150,56 +153,103 @@ impl Pipeline {
         }
     }
 
-    /// Parses MLIR's textual pipeline syntax. Unknown passes and stage options are errors that
-    /// name the close matches.
-    pub fn parse(text: &str) -> Result<Pipeline, String> {
-        let trimmed = text.trim();
-        let inner = match trimmed.strip_prefix("builtin.module(") {
-            Some(rest) => rest
-                .strip_suffix(')')
-                .ok_or("'builtin.module(' is not closed")?,
-            None => trimmed,
+    /// Parses MLIR's textual pipeline syntax. Unknown passes and stage options, and option
+    /// values a stage does not take, are errors located in `text` that name the close matches.
+    pub fn parse(text: &str) -> Result<Pipeline, PipelineError> {
+        let error = |start: usize, end: usize, message: String| PipelineError {
+            span: Span::new(start, end),
+            message,
         };
-        let elements = split_top_level(inner)?
+        let lead = text.len() - text.trim_start().len();
+        let trimmed = text.trim();
+        let (inner, offset) = match trimmed.strip_prefix("builtin.module(") {
+            Some(rest) => (
+                rest.strip_suffix(')').ok_or_else(|| {
+                    error(lead, lead + 15, "'builtin.module(' is not closed".into())
+                })?,
+                lead + 15,
+            ),
+            None => (trimmed, lead),
+        };
+        let elements = split_top_level(inner)
+            .map_err(|(at, message)| error(offset + at, offset + at + 1, message))?
             .into_iter()
-            .filter(|e| !e.is_empty())
-            .map(parse_element)
+            .filter(|(_, e)| !e.trim().is_empty())
+            .map(|(at, e)| {
+                let start = offset + at + (e.len() - e.trim_start().len());
+                let element = e.trim();
+                parse_element(element)
+                    .map_err(|message| error(start, start + element.len(), message))
+            })
             .collect::<Result<_, _>>()?;
         Ok(Pipeline { elements })
     }
+
+    /// Checks the options of every stage (as [`Pipeline::parse`] does): for pipelines built
+    /// from a preset and flags.
+    pub fn check(&self) -> Result<(), String> {
+        for element in &self.elements {
+            if let Element::Stage(stage, options) = element {
+                check_values(*stage, options)?;
+            }
+        }
+        Ok(())
+    }
 }
 
-/// Splits `text` at commas outside `()` and `{}`.
-fn split_top_level(text: &str) -> Result<Vec<String>, String> {
+/// Why a pipeline text is not a pipeline: what, and where (a byte range of the text).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PipelineError {
+    /// The culprit in the pipeline text.
+    pub span: Span,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for PipelineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl PipelineError {
+    /// The error as a diagnostic in `text` (the pipeline as given), shown as the file
+    /// `<pass-pipeline>`, as MLIR shows errors in pipeline strings.
+    pub fn diagnostic(&self, text: &str) -> Diagnostic {
+        let file = Arc::new(SourceFile::new("<pass-pipeline>", text));
+        Diagnostic::error_in(file, self.span, self.message.clone())
+    }
+}
+
+/// Splits `text` at commas outside `()` and `{}`: each part with its offset in `text`; an
+/// unbalanced bracket is an error at its offset.
+fn split_top_level(text: &str) -> Result<Vec<(usize, &str)>, (usize, String)> {
     let mut parts = Vec::new();
-    let mut depth: i32 = 0;
-    let mut current = String::new();
-    for c in text.chars() {
+    let mut open: Vec<usize> = Vec::new();
+    let mut start = 0;
+    for (at, c) in text.char_indices() {
         match c {
-            '(' | '{' => depth += 1,
+            '(' | '{' => open.push(at),
             ')' | '}' => {
-                depth -= 1;
-                if depth < 0 {
-                    return Err(format!("unbalanced '{c}' in the pass pipeline"));
+                if open.pop().is_none() {
+                    return Err((at, format!("unbalanced '{c}' in the pass pipeline")));
                 }
             }
-            ',' if depth == 0 => {
-                parts.push(current.trim().to_string());
-                current.clear();
-                continue;
+            ',' if open.is_empty() => {
+                parts.push((start, &text[start..at]));
+                start = at + 1;
             }
             _ => {}
         }
-        current.push(c);
     }
-    if depth != 0 {
-        return Err("unbalanced brackets in the pass pipeline".into());
+    if let Some(&at) = open.last() {
+        return Err((at, "this bracket is not closed".into()));
     }
-    parts.push(current.trim().to_string());
+    parts.push((start, &text[start..]));
     Ok(parts)
 }
 
-fn parse_element(text: String) -> Result<Element, String> {
+fn parse_element(text: &str) -> Result<Element, String> {
     let name_end = text.find(['{', '(']).unwrap_or(text.len());
     let name = text[..name_end].trim();
     if let Some(stage) = stage(name) {
@@ -232,7 +282,7 @@ fn parse_element(text: String) -> Result<Element, String> {
             did_you_mean(name, candidates)
         ));
     }
-    Ok(Element::Upstream(text))
+    Ok(Element::Upstream(text.to_string()))
 }
 
 /// `key=value` pairs separated by spaces, checked against `stage`'s options.
@@ -253,7 +303,21 @@ fn parse_options(stage: &dyn Stage, text: &str) -> Result<StageOptions, String> 
         }
         options.0.insert(key.to_string(), value.to_string());
     }
+    check_values(stage, &options)?;
     Ok(options)
+}
+
+/// Checks every value in `options` against what `stage` says the option takes.
+fn check_values(stage: &dyn Stage, options: &StageOptions) -> Result<(), String> {
+    for (key, value) in &options.0 {
+        if let Some(option) = stage.options().iter().find(|o| o.name == key) {
+            option
+                .kind
+                .check(key, value)
+                .map_err(|e| format!("'{}': {e}", stage.name()))?;
+        }
+    }
+    Ok(())
 }
 
 /// The names of the upstream passes.
@@ -297,15 +361,40 @@ mod tests {
         let e = Pipeline::parse("builtin.module(tessera-fsue)")
             .err()
             .expect("rejected");
-        assert!(e.contains("did you mean 'tessera-fuse'"), "{e}");
+        assert!(e.message.contains("did you mean 'tessera-fuse'"), "{e}");
+        assert_eq!(e.span, Span::new(15, 26));
         let e = Pipeline::parse("builtin.module(canonicalise)")
             .err()
             .expect("rejected");
-        assert!(e.contains("'canonicalize'"), "{e}");
+        assert!(e.message.contains("'canonicalize'"), "{e}");
         let e = Pipeline::parse("builtin.module(tessera-tile{size=4})")
             .err()
             .expect("rejected");
-        assert!(e.contains("did you mean 'sizes'"), "{e}");
+        assert!(e.message.contains("did you mean 'sizes'"), "{e}");
         assert!(Pipeline::parse("builtin.module(cse").is_err());
+    }
+
+    #[test]
+    fn option_values_are_checked_where_they_are_written() {
+        let text = "builtin.module(cse, tessera-tile{sizes=a,b})";
+        let e = Pipeline::parse(text).err().expect("rejected");
+        assert_eq!(&text[e.span.start..e.span.end], "tessera-tile{sizes=a,b}");
+        assert!(e.message.contains("must be a list of integers"), "{e}");
+        for bad in [
+            "tessera-parallelize{threads=0}",
+            "tessera-lower-to-llvm{cpu=bogus}",
+            "tessera-lower-to-llvm{features=+avx9}",
+            "tessera-lower-to-llvm{math=fast}",
+            "tessera-apply-schedule{file=/no/such/schedule.mlir}",
+        ] {
+            assert!(Pipeline::parse(bad).is_err(), "{bad} is accepted");
+        }
+        let e = Pipeline::parse("tessera-lower-to-llvm{cpu=haswel}")
+            .err()
+            .expect("rejected");
+        assert!(e.message.contains("did you mean 'haswell'"), "{e}");
+        assert!(
+            Pipeline::parse("tessera-lower-to-llvm{cpu=znver4 features=+avx2,-avx512f}").is_ok()
+        );
     }
 }

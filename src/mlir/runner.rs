@@ -72,9 +72,15 @@ pub fn run_pipeline<'c>(
     log: &mut dyn Write,
 ) -> Result<(Program<'c>, Vec<StepTime>), PipelineFailure> {
     let mut times = Vec::with_capacity(pipeline.elements.len());
-    if let Some(dir) = &instrumentation.dump_dir {
-        dump(dir, 0, "input", &program);
-    }
+    let dumped = |index: usize, name: &str, program: &Program<'_>| match &instrumentation.dump_dir {
+        Some(dir) => dump(dir, index, name, program).map_err(|diagnostic| PipelineFailure {
+            step: name.to_string(),
+            diagnostics: vec![diagnostic],
+            reproducer: None,
+        }),
+        None => Ok(()),
+    };
+    dumped(0, "input", &program)?;
     for (index, element) in pipeline.elements.iter().enumerate() {
         let name = element.name();
         let header = format!("{name} ({element})");
@@ -115,24 +121,21 @@ pub fn run_pipeline<'c>(
                 program.text()
             );
         }
-        if let Some(dir) = &instrumentation.dump_dir {
-            dump(dir, index + 1, &name, &program);
-        }
+        dumped(index + 1, &name, &program)?;
     }
     Ok((program, times))
 }
 
-/// Writes `program` as `DIR/NN-name.{tsr,mlir}`.
-fn dump(dir: &Path, index: usize, name: &str, program: &Program<'_>) {
+/// Writes `program` as `DIR/NN-name.{tsr,mlir}`, or says why it cannot.
+fn dump(dir: &Path, index: usize, name: &str, program: &Program<'_>) -> Result<(), Diagnostic> {
     let extension = match program {
         Program::Graph(_) => "tsr",
         Program::Mlir(_) => "mlir",
     };
-    let _ = std::fs::create_dir_all(dir);
-    let _ = std::fs::write(
-        dir.join(format!("{index:02}-{name}.{extension}")),
-        program.text(),
-    );
+    let path = dir.join(format!("{index:02}-{name}.{extension}"));
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&path, program.text()))
+        .map_err(|e| Diagnostic::unlocated(format!("cannot write '{}': {e}", path.display())))
 }
 
 /// The crash report of one step: its name, the model's file, and its reproducer (the step's

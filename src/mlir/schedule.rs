@@ -3,11 +3,14 @@
 //! never enters the payload.
 
 use crate::diag::Diagnostic;
-use crate::mlir::located::located_diagnostics;
+use crate::mlir::located::located_in;
 use crate::mlir::stages::{stage_error, StageEnv};
 use crate::mlir::walk::walk;
+use crate::mlir::MlirDiagnostic;
+use crate::source::SourceFile;
 use melior::ir::attribute::StringAttribute;
 use melior::ir::Module;
+use std::sync::Arc;
 
 /// The entry point a schedule must define.
 pub const ENTRY: &str = "__transform_main";
@@ -27,19 +30,36 @@ pub fn apply_schedule(
     origin: &str,
     stage: &str,
 ) -> Result<(), Vec<Diagnostic>> {
+    let name = origin.trim_matches('\'');
+    let schedule_file = [Arc::new(SourceFile::new(name, text))];
+    let in_stage = |mut diagnostics: Vec<Diagnostic>| {
+        for d in &mut diagnostics {
+            d.message = format!("in stage '{stage}' ({origin}): {}", d.message);
+        }
+        diagnostics
+    };
     let schedule = env
         .context
-        .parse_module_named(text, origin.trim_matches('\''))
-        .map_err(|errors| {
-            let details: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-            stage_error(
-                stage,
-                format!(
-                    "the schedule {origin} is not valid MLIR: {}",
-                    details.join("; ")
-                ),
-            )
-        })?;
+        .parse_module_named(text, name)
+        .map_err(|errors| in_stage(located_in(&errors, env.file, &schedule_file)))?;
+    let mut degenerate = Vec::new();
+    walk(&schedule, |op| {
+        // MLIR 19 corrupts its heap splitting at 0 (the first part would be empty).
+        let split_at_zero = op.name() == "transform.structured.split"
+            && op
+                .attribute("static_chunk_sizes")
+                .is_some_and(|size| size.to_string().starts_with("0 "));
+        if split_at_zero {
+            degenerate.push(MlirDiagnostic {
+                severity: "error",
+                location: op.location(),
+                message: "'transform.structured.split' after 0 leaves an empty part: split after a positive size".into(),
+            });
+        }
+    });
+    if !degenerate.is_empty() {
+        return Err(in_stage(located_in(&degenerate, env.file, &schedule_file)));
+    }
     let mut entry = None;
     walk(&schedule, |op| {
         let named = op.name() == "transform.named_sequence";
@@ -75,10 +95,11 @@ pub fn apply_schedule(
     if applied && payload.as_operation().verify() {
         return Ok(());
     }
-    let mut diagnostics = located_diagnostics(&env.context.take_diagnostics(), env.file);
-    for d in &mut diagnostics {
-        d.message = format!("in stage '{stage}' ({origin}): {}", d.message);
-    }
+    let mut diagnostics = in_stage(located_in(
+        &env.context.take_diagnostics(),
+        env.file,
+        &schedule_file,
+    ));
     if diagnostics.is_empty() {
         diagnostics = stage_error(stage, format!("the schedule {origin} failed"));
     }

@@ -121,6 +121,20 @@ impl<'c> WalkedOp<'c> {
         self.touches_elements(|element| unsafe { mlir_sys::mlirTypeIsABF16(element) })
     }
 
+    /// Whether an operand or result is a tensor (the op is not bufferized).
+    pub fn touches_tensors(&self) -> bool {
+        // SAFETY: as in `name`; values and types are read, not changed.
+        unsafe {
+            let tensor = |value: mlir_sys::MlirValue| {
+                mlir_sys::mlirTypeIsATensor(mlir_sys::mlirValueGetType(value))
+            };
+            (0..mlir_sys::mlirOperationGetNumOperands(self.raw))
+                .any(|i| tensor(mlir_sys::mlirOperationGetOperand(self.raw, i)))
+                || (0..mlir_sys::mlirOperationGetNumResults(self.raw))
+                    .any(|i| tensor(mlir_sys::mlirOperationGetResult(self.raw, i)))
+        }
+    }
+
     /// Whether an operand or result is shaped with elements of which `is` holds.
     fn touches_elements(&self, is: impl Fn(mlir_sys::MlirType) -> bool) -> bool {
         // SAFETY: as in `name`; values and types are read, not changed.

@@ -19,10 +19,11 @@ use tessera::mlir::jit::{write_object_file, Signature};
 use tessera::mlir::llvm::llvm_ir;
 use tessera::mlir::pipeline::{Pipeline, UPSTREAM_PASSES};
 use tessera::mlir::runner::{run_pipeline, timing_report, Instrumentation, Selection, StepTime};
-use tessera::mlir::stages::{stages, Program, StageEnv};
+use tessera::mlir::stages::{stages, OptionKind, Program, StageEnv};
 use tessera::mlir::MlirContext;
 use tessera::reference::render_reference;
-use tessera::source::{SourceFile, Span};
+use tessera::source::SourceFile;
+use tessera::suggest::did_you_mean;
 
 /// Command-line options of `tessera-opt`.
 #[derive(Parser, Debug)]
@@ -243,8 +244,15 @@ pub fn run_opt(args: &OptArgs, stderr: &mut dyn Write) -> ExitCode {
             Some(preset.without_graph_stages())
         }
         Ok(pipeline) => pipeline,
-        Err(message) => return usage(stderr, &message),
+        Err(PipelineChoiceError::Flags(message)) => return usage(stderr, &message),
+        Err(PipelineChoiceError::Text(diagnostic)) => {
+            let _ = write!(stderr, "{}", diagnostic.render(&SourceFile::new("", "")));
+            return ExitCode::from(2);
+        }
     };
+    if let Err(message) = check_printed_steps(args, pipeline.as_ref()) {
+        return usage(stderr, &message);
+    }
     if args.dump_pass_pipeline {
         let _ = writeln!(
             stderr,
@@ -321,10 +329,70 @@ pub fn run_opt(args: &OptArgs, stderr: &mut dyn Write) -> ExitCode {
     write_output(args, &outputs.join(&format!("{SPLIT_MARKER}\n")), stderr)
 }
 
+/// Checks that every step `--print-ir-after=`/`--print-ir-before=` names runs in `pipeline`.
+fn check_printed_steps(args: &OptArgs, pipeline: Option<&Pipeline>) -> Result<(), String> {
+    let steps: Vec<String> = pipeline
+        .map(|p| p.elements.iter().map(|e| e.name()).collect())
+        .unwrap_or_default();
+    let flags = [
+        ("--print-ir-after", &args.print_ir_after),
+        ("--print-ir-before", &args.print_ir_before),
+    ];
+    for (flag, names) in flags {
+        if let Some(name) = names.iter().find(|n| !steps.contains(n)) {
+            let hint = did_you_mean(name, steps.iter().map(String::as_str));
+            return Err(match steps.is_empty() {
+                true => {
+                    format!("{flag}={name}: no pipeline runs (add -O LEVEL or --pass-pipeline)")
+                }
+                false => format!(
+                    "{flag}={name}: no step of the pipeline has that name{hint} (steps: {})",
+                    steps.join(", ")
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Why the flags give no pipeline.
+enum PipelineChoiceError {
+    /// The flags contradict each other or name what does not exist.
+    Flags(String),
+    /// `--pass-pipeline`'s text is wrong, at this place in it.
+    Text(Diagnostic),
+}
+
+impl From<String> for PipelineChoiceError {
+    fn from(message: String) -> PipelineChoiceError {
+        PipelineChoiceError::Flags(message)
+    }
+}
+
 /// The pipeline the flags ask for (`None`: nothing is lowered).
-fn chosen_pipeline(args: &OptArgs) -> Result<Option<Pipeline>, String> {
+fn chosen_pipeline(args: &OptArgs) -> Result<Option<Pipeline>, PipelineChoiceError> {
     if let Some(text) = &args.pass_pipeline {
-        return Pipeline::parse(text).map(Some);
+        return Pipeline::parse(text)
+            .map(Some)
+            .map_err(|e| PipelineChoiceError::Text(e.diagnostic(text)));
+    }
+    let flag_values = [
+        (
+            "--schedule",
+            OptionKind::File,
+            args.schedule.as_ref().map(|p| p.display().to_string()),
+        ),
+        ("--target-cpu", OptionKind::Cpu, args.target_cpu.clone()),
+        (
+            "--target-features",
+            OptionKind::Features,
+            args.target_features.clone(),
+        ),
+    ];
+    for (flag, kind, value) in flag_values {
+        if let Some(value) = value {
+            kind.check(flag, &value)?;
+        }
     }
     let schedule = args.schedule.as_ref().map(|p| p.display().to_string());
     let level = match (args.opt_level, args.emit) {
@@ -340,6 +408,7 @@ fn chosen_pipeline(args: &OptArgs) -> Result<Option<Pipeline>, String> {
         {
             return Err(
                 "--no-fusion, --schedule, --threads and --target-* apply to a preset: add -O LEVEL"
+                    .to_string()
                     .into(),
             )
         }
@@ -400,7 +469,7 @@ fn process(
         (Some(p), _, _) => Some(p),
         (None, Program::Graph(_), Some(Emit::Mlir)) => {
             conversion = Pipeline::parse("builtin.module(tessera-convert-to-linalg)")
-                .map_err(|e| vec![Diagnostic::error(Span::at(0), e)])?;
+                .map_err(|e| vec![Diagnostic::unlocated(e.message)])?;
             Some(&conversion)
         }
         _ => None,
@@ -420,13 +489,11 @@ fn process(
                     {
                         first.notes.push(Diagnostic {
                             severity: tessera::diag::Severity::Note,
-                            span: first.span,
-                            message: format!(
+                            ..Diagnostic::unlocated(format!(
                                 "reproducer for '{}' written to {}",
                                 failure.step,
                                 path.display()
-                            ),
-                            notes: Vec::new(),
+                            ))
                         });
                     }
                     diagnostics
@@ -472,7 +539,7 @@ fn emit(
     program: Program<'_>,
     graph: Option<&Module>,
 ) -> Result<String, Vec<Diagnostic>> {
-    let failure = |message: String| vec![Diagnostic::error(Span::at(0), message)];
+    let failure = |message: String| vec![Diagnostic::unlocated(message)];
     let default = match program {
         Program::Graph(_) => Emit::Tsr,
         Program::Mlir(_) => Emit::Mlir,

@@ -5,7 +5,7 @@
 use crate::diag::Diagnostic;
 use crate::mlir::schedule::apply_schedule;
 use crate::mlir::stages::{
-    expect_mlir, stage_error, Program, Stage, StageEnv, StageOption, StageOptions,
+    expect_mlir, stage_error, OptionKind, Program, Stage, StageEnv, StageOption, StageOptions,
 };
 
 /// A user schedule as a stage.
@@ -24,6 +24,7 @@ impl Stage for ApplySchedule {
         &[StageOption {
             name: "file",
             doc: "the schedule's path",
+            kind: OptionKind::File,
         }]
     }
 

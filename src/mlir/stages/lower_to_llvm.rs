@@ -9,7 +9,8 @@
 
 use crate::diag::Diagnostic;
 use crate::mlir::stages::{
-    expect_mlir, run_upstream, stage_error, Program, Stage, StageEnv, StageOption, StageOptions,
+    expect_mlir, run_upstream, stage_error, OptionKind, Program, Stage, StageEnv, StageOption,
+    StageOptions,
 };
 use crate::mlir::walk::walk;
 use melior::ir::attribute::StringAttribute;
@@ -65,9 +66,9 @@ impl Stage for LowerToLlvm {
 
     fn options(&self) -> &'static [StageOption] {
         &[
-            StageOption { name: "cpu", doc: "the CPU to generate code for (an LLVM CPU name such as haswell); default: the host" },
-            StageOption { name: "features", doc: "CPU features, LLVM style (+avx2,+fma,-avx512f); default: the named CPU's own, else the host's" },
-            StageOption { name: "math", doc: "approximate (default: f32 tanh, erf, exp, log, ... as polynomials, which vectorize) or libm (calls, one lane at a time)" },
+            StageOption { name: "cpu", doc: "the CPU to generate code for (an LLVM CPU name such as haswell); default: the host", kind: OptionKind::Cpu },
+            StageOption { name: "features", doc: "CPU features, LLVM style (+avx2,+fma,-avx512f); default: the named CPU's own, else the host's", kind: OptionKind::Features },
+            StageOption { name: "math", doc: "approximate (default: f32 tanh, erf, exp, log, ... as polynomials, which vectorize) or libm (calls, one lane at a time)", kind: OptionKind::OneOf(&["approximate", "libm"]) },
         ]
     }
 
@@ -78,6 +79,20 @@ impl Stage for LowerToLlvm {
         options: &StageOptions,
     ) -> Result<Program<'c>, Vec<Diagnostic>> {
         let mut module = expect_mlir(program, self.name())?;
+        let mut on_tensors = None;
+        walk(&module, |op| {
+            if on_tensors.is_none() && op.touches_tensors() {
+                on_tensors = Some(format!("'{}' at {}", op.name(), op.location()));
+            }
+        });
+        if let Some(op) = on_tensors {
+            return Err(stage_error(
+                self.name(),
+                format!(
+                    "needs bufferized MLIR: run tessera-bufferize first ({op} works on tensors)"
+                ),
+            ));
+        }
         let math = options
             .choice("math", &["approximate", "libm"])
             .map_err(|e| stage_error(self.name(), e))?;

@@ -26,7 +26,7 @@ use crate::diag::Diagnostic;
 use crate::ir::Module;
 use crate::mlir::context::MlirContext;
 use crate::mlir::located::located_diagnostics;
-use crate::source::{SourceFile, Span};
+use crate::source::SourceFile;
 use melior::ir::Module as MlirModule;
 use melior::pass::PassManager;
 use melior::utility::parse_pass_pipeline;
@@ -72,6 +72,105 @@ pub struct StageOption {
     pub name: &'static str,
     /// What it means and what values it takes.
     pub doc: &'static str,
+    /// The values it takes, checked when the pipeline is read (before anything runs).
+    pub kind: OptionKind,
+}
+
+/// What values an option takes.
+#[derive(Debug)]
+pub enum OptionKind {
+    /// Integers separated by commas, none below `min`.
+    Integers {
+        /// The least value allowed.
+        min: i64,
+    },
+    /// A positive integer.
+    Positive,
+    /// One of these words.
+    OneOf(&'static [&'static str]),
+    /// The path of a readable file.
+    File,
+    /// An x86-64 CPU name LLVM knows.
+    Cpu,
+    /// x86 CPU features, LLVM style: `+name` or `-name`, separated by commas.
+    Features,
+}
+
+/// The x86-64 CPUs LLVM generates code for, name, tab, description (`llc -mcpu=help`).
+pub const X86_CPUS: &str = include_str!("../x86_cpus.tsv");
+
+/// The x86 CPU features LLVM knows, name, tab, description (`llc -mattr=help`).
+pub const X86_FEATURES: &str = include_str!("../x86_features.tsv");
+
+/// The names of a `name<TAB>description` table with `#` comment lines.
+pub fn table_names(table: &'static str) -> impl Iterator<Item = &'static str> {
+    table
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| line.split('\t').next())
+}
+
+impl OptionKind {
+    /// Checks `value`, written for option `key`.
+    pub fn check(&self, key: &str, value: &str) -> Result<(), String> {
+        let known = |table: &'static str, name: &str, what: &str| {
+            if table_names(table).any(|n| n == name) {
+                return Ok(());
+            }
+            // The close matches, or every name when none is close.
+            let hint = match crate::suggest::did_you_mean(name, table_names(table)) {
+                hint if hint.is_empty() => {
+                    let all: Vec<&str> = table_names(table).collect();
+                    format!(" ({what}s: {})", all.join(", "))
+                }
+                hint => hint,
+            };
+            Err(format!(
+                "option '{key}': '{name}' is not an x86-64 {what} LLVM knows{hint}"
+            ))
+        };
+        match self {
+            OptionKind::Integers { min } => {
+                for item in value.split(',') {
+                    let n = item.trim().parse::<i64>().map_err(|_| {
+                        format!("option '{key}' must be a list of integers, but is '{value}'")
+                    })?;
+                    if n < *min {
+                        return Err(format!(
+                            "option '{key}' must have no value below {min}, but has {n}"
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            OptionKind::Positive => match value.parse::<u64>() {
+                Ok(n) if n > 0 => Ok(()),
+                _ => Err(format!(
+                    "option '{key}' must be a positive integer, but is '{value}'"
+                )),
+            },
+            OptionKind::OneOf(allowed) => {
+                StageOptions([(key.to_string(), value.to_string())].into())
+                    .choice(key, allowed)
+                    .map(|_| ())
+            }
+            OptionKind::File => std::fs::File::open(value)
+                .map(|_| ())
+                .map_err(|e| format!("option '{key}': cannot read '{value}': {e}")),
+            OptionKind::Cpu => known(X86_CPUS, value, "CPU"),
+            OptionKind::Features => {
+                for feature in value.split(',').map(str::trim) {
+                    let Some(name) = feature.strip_prefix(['+', '-']) else {
+                        return Err(format!(
+                            "option '{key}': feature '{feature}' must start with '+' or '-'"
+                        ));
+                    };
+                    known(X86_FEATURES, name, "feature")?;
+                }
+                Ok(())
+            }
+        }
+    }
 }
 
 /// The options written for a stage, by key, values as written.
@@ -155,10 +254,9 @@ pub fn stage(name: &str) -> Option<&'static dyn Stage> {
 
 /// A stage's error that has no place in the source.
 pub fn stage_error(stage: &str, message: impl std::fmt::Display) -> Vec<Diagnostic> {
-    vec![Diagnostic::error(
-        Span::at(0),
-        format!("in stage '{stage}': {message}"),
-    )]
+    vec![Diagnostic::unlocated(format!(
+        "in stage '{stage}': {message}"
+    ))]
 }
 
 /// The MLIR module of `program`, or an error naming what `stage` needs.

@@ -15,7 +15,8 @@
 use crate::diag::Diagnostic;
 use crate::mlir::jit::THREADS_ATTRIBUTE;
 use crate::mlir::stages::{
-    expect_mlir, run_upstream, stage_error, Program, Stage, StageEnv, StageOption, StageOptions,
+    expect_mlir, run_upstream, stage_error, OptionKind, Program, Stage, StageEnv, StageOption,
+    StageOptions,
 };
 use crate::mlir::walk::{walk, WalkedOp};
 use melior::ir::attribute::{DenseI64ArrayAttribute, IntegerAttribute};
@@ -51,8 +52,8 @@ impl Stage for Parallelize {
 
     fn options(&self) -> &'static [StageOption] {
         &[
-            StageOption { name: "threads", doc: "threads to run on, the caller included (default 1: every loop stays sequential)" },
-            StageOption { name: "min-work", doc: "the least work (operations executed) of a loop nest worth splitting; default 2^18" },
+            StageOption { name: "threads", doc: "threads to run on, the caller included (default 1: every loop stays sequential)", kind: OptionKind::Positive },
+            StageOption { name: "min-work", doc: "the least work (operations executed) of a loop nest worth splitting; default 2^18", kind: OptionKind::Positive },
         ]
     }
 

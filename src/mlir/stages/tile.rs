@@ -9,7 +9,7 @@ use crate::diag::Diagnostic;
 use crate::mlir::schedule::{apply_schedule, SCHEDULE_HEAD, SCHEDULE_TAIL};
 use crate::mlir::stages::parallelize::PARALLEL;
 use crate::mlir::stages::{
-    expect_mlir, stage_error, Program, Stage, StageEnv, StageOption, StageOptions,
+    expect_mlir, stage_error, OptionKind, Program, Stage, StageEnv, StageOption, StageOptions,
 };
 use crate::mlir::strategy::{
     choose, choose_vector, loops, map_results, VectorUnit, TILE_SIZES, VECTOR_SIZES,
@@ -159,8 +159,8 @@ impl Stage for Tile {
 
     fn options(&self) -> &'static [StageOption] {
         &[
-            StageOption { name: "sizes", doc: "tile sizes for every op, one per loop, outermost first (0 = untiled); overrides the strategy" },
-            StageOption { name: "unit", doc: "the vector unit register tiles are sized for: avx2 or avx512; default: the host's" },
+            StageOption { name: "sizes", doc: "tile sizes for every op, one per loop, outermost first (0 = untiled); overrides the strategy", kind: OptionKind::Integers { min: 0 } },
+            StageOption { name: "unit", doc: "the vector unit register tiles are sized for: avx2 or avx512; default: the host's", kind: OptionKind::OneOf(&["avx2", "avx512"]) },
         ]
     }
 

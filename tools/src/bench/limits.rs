@@ -90,7 +90,8 @@ fn compile_kernel(text: &str, name: &str, inputs: usize, outputs: usize) -> Resu
         context: &context,
         file: &file,
     };
-    let pipeline = Pipeline::parse("builtin.module(tessera-lower-to-llvm)")?;
+    let pipeline =
+        Pipeline::parse("builtin.module(tessera-lower-to-llvm)").map_err(|e| e.message)?;
     let (lowered, _) = run_pipeline(
         Program::Mlir(module),
         &pipeline,
