@@ -208,9 +208,10 @@ fn reads_reduction(op: &WalkedOp<'_>) -> bool {
         })
 }
 
-/// Whether fusing the producers of `root` into its row loop recomputes nothing expensive:
-/// every structured op the fusion pulls in (its producers, transitively) that is not
-/// elementwise or a fill is used only by ops pulled in too (or by the root). A matmul or a
+/// Whether fusing the producers of `root` into its row loop recomputes nothing expensive and
+/// tiles nothing untileable: every structured op the fusion pulls in (its producers,
+/// transitively) that is not elementwise or a fill is used only by ops pulled in too (or by
+/// the root), and none has an empty loop. A matmul or a
 /// reduction with a user outside the loop would otherwise be computed twice.
 fn row_fusion_recomputes_nothing(root: &WalkedOp<'_>) -> bool {
     let id = |op: &WalkedOp<'_>| op.raw().ptr as usize;
@@ -225,11 +226,14 @@ fn row_fusion_recomputes_nothing(root: &WalkedOp<'_>) -> bool {
             }
         }
     }
+    // Everything pulled in is tiled with the root: none may have an empty loop.
     pulled.into_iter().map(WalkedOp::from_raw).all(|op| {
-        op.name() == "linalg.fill"
-            || is_elementwise(&op)
-            || (op.result_count() == 1
-                && op.uses().iter().all(|(user, _)| slice.contains(&id(user))))
+        let tileable = op.name() == "linalg.fill" || loops(&op).is_some();
+        tileable
+            && (op.name() == "linalg.fill"
+                || is_elementwise(&op)
+                || (op.result_count() == 1
+                    && op.uses().iter().all(|(user, _)| slice.contains(&id(user)))))
     })
 }
 
@@ -511,7 +515,8 @@ fn epilogue_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) ->
         if !ANCHORS.contains(&op.name().as_str()) {
             return;
         }
-        let Some(consumer) = op.sole_user() else {
+        // An anchor with an empty loop (a convolution over zero channels) cannot be tiled.
+        let Some(consumer) = op.sole_user().filter(|_| loops(op).is_some()) else {
             return;
         };
         let elementwise = consumer.name() == "linalg.generic"

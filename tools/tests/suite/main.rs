@@ -3,8 +3,11 @@
 //! and layering checks.
 
 mod bench_cli;
+mod child;
 mod cli;
 mod common;
+mod compile_check;
+mod compiler_fuzz;
 mod fusion_reports;
 mod fuzz;
 mod generated;
@@ -14,6 +17,7 @@ mod layering;
 mod mlir_oracle;
 mod numerics;
 mod reference_docs;
+mod regressions;
 mod roundtrip;
 mod run_cli;
 mod snapshots;
