@@ -18,6 +18,7 @@ pub mod located;
 pub mod lowering;
 pub mod memref;
 mod memref_copy;
+pub mod outline;
 pub mod parse_guard;
 pub mod pipeline;
 pub mod runner;

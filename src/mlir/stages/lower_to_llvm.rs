@@ -12,6 +12,7 @@ use crate::mlir::stages::{
     expect_mlir, run_upstream, stage_error, OptionKind, Program, Stage, StageEnv, StageOption,
     StageOptions,
 };
+use crate::mlir::outline::outline_kernels;
 use crate::mlir::walk::walk;
 use melior::ir::attribute::StringAttribute;
 use melior::ir::Attribute;
@@ -22,9 +23,10 @@ pub struct LowerToLlvm;
 /// The upstream passes the stage runs before math is lowered. Vector transfers that are not
 /// a plain row are unrolled (`full-unroll`): lowered through a temporary instead, they put an
 /// `alloca` inside the loop nest, and the stack grew with every iteration until it overflowed.
-const STRUCTURE: &str =
-    "scf-forall-to-for,convert-linalg-to-loops,convert-vector-to-scf{full-unroll},\
-                         expand-strided-metadata,lower-affine";
+/// The loops exist after `LOOPS`; the top-level ones are outlined into kernels
+/// (`outline_kernels`) before the rest of `STRUCTURE` runs.
+const LOOPS: &str = "scf-forall-to-for,convert-linalg-to-loops";
+const STRUCTURE: &str = "convert-vector-to-scf{full-unroll},expand-strided-metadata,lower-affine";
 
 /// The passes that lower async tasks (from `tessera-parallelize`) to coroutines calling the
 /// async runtime (src/mlir/async_runtime.rs), with reference counting; run only on modules
@@ -109,9 +111,12 @@ impl Stage for LowerToLlvm {
         }
         let mut has_async = false;
         walk(&module, |op| has_async |= op.name().starts_with("async."));
-        if has_async {
-            passes = format!("{ASYNC},{passes}");
-        }
+        let loops = match has_async {
+            true => format!("{ASYNC},{LOOPS}"),
+            false => LOOPS.to_string(),
+        };
+        run_upstream(env, &mut module, &loops, self.name())?;
+        outline_kernels(env, &mut module, self.name())?;
         run_upstream(env, &mut module, &passes, self.name())?;
         let ctx = env.context.context();
         let cpu: Option<Attribute> = options

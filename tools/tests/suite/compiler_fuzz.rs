@@ -11,7 +11,7 @@ use crate::common::{load_text, root, tsr_files};
 use crate::compile_check::check_everywhere;
 use std::collections::BTreeMap;
 use tessera::attr::Attribute;
-use tessera::dialect::{AttrKind, OpDef};
+use tessera::dialect::{Arity, AttrKind, OpDef};
 use tessera::infer::InferContext;
 use tessera::ir::{Module, OpKind};
 use tessera::source::Span;
@@ -259,6 +259,14 @@ fn mutated_attribute(
     })
 }
 
+/// Whether `def` takes `count` operands (the verifier checks this before a shape rule runs).
+fn takes_operands(def: &dyn OpDef, count: usize) -> bool {
+    let specs = def.schema().operands;
+    let required = specs.iter().filter(|s| s.arity == Arity::One).count();
+    let variadic = specs.iter().any(|s| s.arity == Arity::Variadic);
+    count >= required + usize::from(variadic) && (variadic || count <= specs.len())
+}
+
 /// Every op of the tools' registry.
 fn all_ops() -> Vec<&'static dyn OpDef> {
     let registry = registry();
@@ -319,6 +327,9 @@ fn retype_func(module: &mut Module, f: usize, done: &mut [bool], depth: usize) -
             }
             OpKind::Dialect(def) => {
                 let schema = def.schema();
+                if !takes_operands(def, operands.len()) {
+                    return None;
+                }
                 let attrs: BTreeMap<String, (Attribute, Span)> = op
                     .attrs
                     .iter()
