@@ -29,7 +29,8 @@ fn main() {
         .cpp(true)
         .warnings(false)
         .file("src/mlir/cxx/polynomial_approximation.cpp")
-        .file("src/mlir/cxx/parallel_loops.cpp");
+        .file("src/mlir/cxx/parallel_loops.cpp")
+        .file("src/mlir/cxx/epilogue_fusion.cpp");
     for flag in flags.split_whitespace() {
         build.flag(flag);
     }

@@ -17,6 +17,8 @@ extern "C" {
     fn tesseraRegisterPolynomialApproximationPass();
     /// Registers `tessera-loops-to-parallel` (src/mlir/cxx/parallel_loops.cpp).
     fn tesseraRegisterLoopsToParallelPass();
+    /// Registers `tessera-fuse-epilogues` (src/mlir/cxx/epilogue_fusion.cpp).
+    fn tesseraRegisterEpilogueFusionPass();
 }
 
 /// A diagnostic MLIR emitted, with its location as MLIR prints it.
@@ -53,6 +55,7 @@ impl MlirContext {
             unsafe {
                 tesseraRegisterPolynomialApproximationPass();
                 tesseraRegisterLoopsToParallelPass();
+                tesseraRegisterEpilogueFusionPass();
             }
         });
         let context = Context::new();

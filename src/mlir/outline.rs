@@ -7,7 +7,7 @@
 
 use crate::diag::Diagnostic;
 use crate::mlir::schedule::{apply_schedule, SCHEDULE_HEAD, SCHEDULE_TAIL};
-use crate::mlir::stages::StageEnv;
+use crate::mlir::stages::{run_upstream, StageEnv};
 use crate::mlir::walk::walk;
 use melior::ir::Attribute;
 use melior::ir::Module;
@@ -39,9 +39,12 @@ pub fn outline_kernels(
     }
     let any = "!transform.any_op";
     let schedule = format!(
-        "{SCHEDULE_HEAD}    %loops = transform.structured.match attributes {{{KERNEL}}} in %root : ({any}) -> {any}\n    %kernels, %calls = transform.loop.outline %loops {{func_name = \"{KERNEL_NAME}\"}} : ({any}) -> ({any}, {any})\n    %noinline = transform.param.constant [\"noinline\"] -> !transform.any_param\n    transform.annotate %kernels \"passthrough\" = %noinline : {any}, !transform.any_param\n{SCHEDULE_TAIL}"
+        "{SCHEDULE_HEAD}    %loops = transform.structured.match attributes {{{KERNEL}}} in %root : ({any}) -> {any}\n    %kernels, %calls = transform.loop.outline %loops {{func_name = \"{KERNEL_NAME}\"}} : ({any}) -> ({any}, {any})\n    %noinline = transform.param.constant [\"noinline\"] -> !transform.any_param\n    transform.annotate %kernels \"passthrough\" = %noinline : {any}, !transform.any_param\n    %private = transform.param.constant \"private\" -> !transform.any_param\n    transform.annotate %kernels \"sym_visibility\" = %private : {any}, !transform.any_param\n{SCHEDULE_TAIL}"
     );
     apply_schedule(env, module, &schedule, "that outlines kernels", stage)?;
     walk(module, |op| op.remove_attribute(KERNEL));
-    Ok(())
+    // The outlined loops take what they read from outside as arguments, their bounds
+    // included: constants are propagated back in (the kernels are private, so SCCP sees every
+    // call), and LLVM knows the trip counts again.
+    run_upstream(env, module, "sccp,canonicalize", stage)
 }

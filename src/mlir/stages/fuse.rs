@@ -30,7 +30,7 @@ use crate::mlir::stages::parallelize::PARALLEL;
 use crate::mlir::stages::{expect_mlir, run_upstream, Program, Stage, StageEnv, StageOptions};
 use crate::mlir::strategy::{divisor_at_most, epilogue_tiles, loops, reads_per_element};
 use crate::mlir::walk::{walk, WalkedOp};
-use melior::ir::attribute::IntegerAttribute;
+use melior::ir::attribute::{DenseI64ArrayAttribute, IntegerAttribute};
 use melior::ir::r#type::IntegerType;
 use std::fmt::Write;
 
@@ -44,8 +44,9 @@ const ANCHORS: &[&str] = &[
     "linalg.conv_2d_nhwc_hwcf",
 ];
 
-/// Markers the schedule matches: the epilogue, its anchor, and the anchor's accumulator fill;
-/// the root of a row fusion; a member of a sibling group.
+/// Markers: the epilogue (with its tile sizes), its anchor, and the anchor's accumulator fill
+/// for `tessera-fuse-epilogues` (src/mlir/cxx/epilogue_fusion.cpp); the root of a row
+/// fusion and a member of a sibling group for the schedules.
 const CONSUMER: &str = "tessera.fuse_consumer";
 const ANCHOR: &str = "tessera.fuse_anchor";
 const INIT: &str = "tessera.fuse_init";
@@ -88,8 +89,8 @@ impl Stage for Fuse {
         fused?;
         // Epilogues before cse: each matmul still has its own accumulator fill, which then
         // moves into the matmul's tiles instead of being shared (and copied) across them.
-        if let Some(schedule) = epilogue_schedule(env, &module) {
-            apply_schedule(env, &mut module, &schedule, "of tessera-fuse", self.name())?;
+        if mark_epilogues(env, &module) {
+            run_upstream(env, &mut module, "tessera-fuse-epilogues", self.name())?;
         }
         if let Some(schedule) = row_schedule(env, &module) {
             apply_schedule(env, &mut module, &schedule, "of tessera-fuse", self.name())?;
@@ -505,12 +506,12 @@ fn duplicate_cheap_producers(module: &melior::ir::Module<'_>) -> bool {
     !copies.is_empty()
 }
 
-/// Marks every anchor with a sole elementwise user and returns the schedule fusing them, or
-/// `None` when there is nothing to fuse.
-fn epilogue_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> Option<String> {
-    let i64_type = IntegerType::new(env.context.context(), 64).into();
-    let mut schedule = String::from(SCHEDULE_HEAD);
-    let mut count = 0;
+/// Marks every anchor with a sole elementwise user (and the epilogue with its tile sizes)
+/// for `tessera-fuse-epilogues`; returns whether anything was marked.
+fn mark_epilogues(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> bool {
+    let ctx = env.context.context();
+    let unit = melior::ir::Attribute::unit(ctx);
+    let mut marked = false;
     walk(module, |op| {
         if !ANCHORS.contains(&op.name().as_str()) {
             return;
@@ -536,44 +537,16 @@ fn epilogue_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) ->
         if sizes.iter().all(|&s| s == 0) {
             return;
         }
-        let marker = || IntegerAttribute::new(i64_type, count).into();
-        consumer.set_attribute(CONSUMER, marker());
-        op.set_attribute(ANCHOR, marker());
+        consumer.set_attribute(CONSUMER, DenseI64ArrayAttribute::new(ctx, &sizes).into());
+        op.set_attribute(ANCHOR, unit);
         // The accumulator's fill is the last operand's producer.
-        let init = op
+        if let Some(fill) = op
             .operand_producer(op.operand_count() - 1)
-            .filter(|p| p.name() == "linalg.fill");
-        if let Some(fill) = &init {
-            fill.set_attribute(INIT, marker());
+            .filter(|p| p.name() == "linalg.fill")
+        {
+            fill.set_attribute(INIT, unit);
         }
-        let sizes_text = sizes
-            .iter()
-            .map(i64::to_string)
-            .collect::<Vec<_>>()
-            .join(", ");
-        let any = "!transform.any_op";
-        let matcher = |name: &str| {
-            format!("transform.structured.match attributes {{{name} = {count} : i64}} in %root : ({any}) -> {any}")
-        };
-        let _ = writeln!(schedule, "    %c{count} = {}", matcher(CONSUMER));
-        let _ = writeln!(schedule, "    %a{count} = {}", matcher(ANCHOR));
-        let _ = writeln!(
-            schedule,
-            "    %t{count}, %l{count} = transform.structured.tile_using_forall %c{count} tile_sizes [{sizes_text}] : ({any}) -> ({any}, {any})"
-        );
-        let _ = writeln!(
-            schedule,
-            "    %f{count}, %m{count} = transform.structured.fuse_into_containing_op %a{count} into %l{count} : ({any}, {any}) -> ({any}, {any})"
-        );
-        if init.is_some() {
-            let _ = writeln!(schedule, "    %i{count} = {}", matcher(INIT));
-            let _ = writeln!(
-                schedule,
-                "    %g{count}, %n{count} = transform.structured.fuse_into_containing_op %i{count} into %m{count} : ({any}, {any}) -> ({any}, {any})"
-            );
-        }
-        count += 1;
+        marked = true;
     });
-    schedule.push_str(SCHEDULE_TAIL);
-    (count > 0).then_some(schedule)
+    marked
 }
