@@ -2,13 +2,14 @@
 //! as version 1.0, little-endian and in C order.
 //!
 //! The dtypes are those with an element type here: `<f2` (f16), `<f4` (f32), `<f8` (f64),
-//! `|i1` (i8), `<i4` (i32), `<i8` (i64) and `|b1` (i1). bf16 has no NumPy dtype, so writing
-//! a bf16 tensor is an error ([`NpyError::UnsupportedElement`]) rather than a silent
-//! conversion: the caller chooses the type to cast to.
+//! `|i1` (i8), `<i4` (i32), `<i8` (i64) and `|b1` (i1). bf16 has no NumPy dtype of its own:
+//! `np.save` of an `ml_dtypes.bfloat16` array writes the two-byte void dtype `<V2` (read as
+//! bf16, as is `|V2` and a `bfloat16` descr), and bf16 tensors are written as `<V2`; NumPy
+//! reads them back with `np.load(path).view(ml_dtypes.bfloat16)`.
 
 use crate::exec::tensor::{Tensor, TensorData};
 use crate::types::{ElementType, TensorType};
-use half::f16;
+use half::{bf16, f16};
 use std::fmt;
 
 /// The magic string that starts every `.npy` file.
@@ -18,7 +19,7 @@ const MAGIC: &[u8; 6] = b"\x93NUMPY";
 const ALIGN: usize = 64;
 
 /// The dtypes read and written, with their element types.
-const DTYPES: [(&str, ElementType); 7] = [
+const DTYPES: [(&str, ElementType); 10] = [
     ("<f2", ElementType::F16),
     ("<f4", ElementType::F32),
     ("<f8", ElementType::F64),
@@ -26,11 +27,13 @@ const DTYPES: [(&str, ElementType); 7] = [
     ("<i4", ElementType::I32),
     ("<i8", ElementType::I64),
     ("|b1", ElementType::I1),
+    ("<V2", ElementType::BF16),
+    ("|V2", ElementType::BF16),
+    ("bfloat16", ElementType::BF16),
 ];
 
 /// The supported dtypes, for messages.
-const SUPPORTED: &str =
-    "'<f2' (f16), '<f4' (f32), '<f8' (f64), '|i1' (i8), '<i4' (i32), '<i8' (i64), '|b1' (bool)";
+const SUPPORTED: &str = "'<f2' (f16), '<f4' (f32), '<f8' (f64), '|i1' (i8), '<i4' (i32), '<i8' (i64), '|b1' (bool), '<V2' (bf16, as ml_dtypes writes it)";
 
 /// Why bytes are not a readable `.npy` file, or a tensor cannot be written as one.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -84,9 +87,6 @@ pub enum NpyError {
         /// Its byte.
         byte: u8,
     },
-    /// Writing an element type that has no NumPy dtype.
-    #[error("{0} has no NumPy dtype, so it has no .npy output: cast to f16, f32, f64, i8, i32, i64 or i1 first")]
-    UnsupportedElement(ElementType),
     /// Writing a tensor whose elements do not fit its type.
     #[error("the tensor cannot be written: it {0}")]
     InvalidTensor(String),
@@ -160,7 +160,7 @@ pub fn write_npy(tensor: &Tensor) -> Result<Vec<u8>, NpyError> {
         .iter()
         .find(|(_, e)| *e == element)
         .map(|(d, _)| *d)
-        .ok_or(NpyError::UnsupportedElement(element))?;
+        .expect("every element type has a dtype");
     if let Some(problem) = tensor.inconsistency() {
         return Err(NpyError::InvalidTensor(problem));
     }
@@ -239,7 +239,11 @@ fn decode(element: ElementType, data: &[u8]) -> Result<TensorData, NpyError> {
                 .collect(),
         ),
         ElementType::F64 => TensorData::Float(chunks(data).map(f64::from_le_bytes).collect()),
-        ElementType::BF16 => return Err(NpyError::UnsupportedElement(element)),
+        ElementType::BF16 => TensorData::Float(
+            chunks(data)
+                .map(|b| f64::from(f32::from_bits(u32::from(u16::from_le_bytes(b)) << 16)))
+                .collect(),
+        ),
         ElementType::I8 => TensorData::Int(data.iter().map(|&b| i64::from(b as i8)).collect()),
         ElementType::I32 => TensorData::Int(
             chunks(data)
@@ -267,6 +271,7 @@ fn encode(element: ElementType, data: &TensorData, out: &mut Vec<u8>) {
             for &v in values {
                 match element {
                     ElementType::F16 => out.extend_from_slice(&f16::from_f64(v).to_le_bytes()),
+                    ElementType::BF16 => out.extend_from_slice(&bf16::from_f64(v).to_le_bytes()),
                     ElementType::F32 => out.extend_from_slice(&(v as f32).to_le_bytes()),
                     _ => out.extend_from_slice(&v.to_le_bytes()),
                 }
@@ -717,17 +722,31 @@ mod tests {
     }
 
     #[test]
-    fn refuses_what_it_cannot_write() {
-        let bf16 = Tensor {
-            ty: TensorType::new(vec![1], ElementType::BF16),
-            data: TensorData::Float(vec![1.0]),
+    fn bf16_is_the_two_byte_void_dtype_ml_dtypes_writes() {
+        let values = vec![1.0, -2.5, 0.0078125, f64::INFINITY];
+        let tensor = Tensor {
+            ty: TensorType::new(vec![4], ElementType::BF16),
+            data: TensorData::Float(values.clone()),
         };
-        let error = write_npy(&bf16).expect_err("bf16 has no dtype");
-        assert_eq!(error, NpyError::UnsupportedElement(ElementType::BF16));
-        assert_eq!(
-            error.to_string(),
-            "bf16 has no NumPy dtype, so it has no .npy output: cast to f16, f32, f64, i8, i32, i64 or i1 first"
+        let bytes = write_npy(&tensor).expect("writable");
+        let header = String::from_utf8_lossy(&bytes[10..74]).into_owned();
+        assert!(header.contains("'descr': '<V2'"), "{header}");
+        // 1.0 is 0x3F80 in bf16: the high half of f32's 0x3F800000; the data (8 bytes)
+        // ends the file.
+        assert_eq!(&bytes[bytes.len() - 8..bytes.len() - 6], &[0x80, 0x3F]);
+        assert_eq!(read_npy(&bytes).expect("readable"), tensor);
+        let named = npy_v1(
+            "{'descr': 'bfloat16', 'fortran_order': False, 'shape': (1,), }",
+            &[0x80, 0x3F],
         );
+        assert_eq!(
+            read_npy(&named).expect("readable").data,
+            TensorData::Float(vec![1.0])
+        );
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_write() {
         let out_of_range = Tensor {
             ty: TensorType::new(vec![1], ElementType::I8),
             data: TensorData::Int(vec![300]),
@@ -763,7 +782,7 @@ mod tests {
         );
         assert_eq!(
             read(&npy_v1(&dict(">f4", "False", "(1,)"), &[0; 4])),
-            "unsupported dtype '>f4': supported are '<f2' (f16), '<f4' (f32), '<f8' (f64), '|i1' (i8), '<i4' (i32), '<i8' (i64), '|b1' (bool)"
+            "unsupported dtype '>f4': supported are '<f2' (f16), '<f4' (f32), '<f8' (f64), '|i1' (i8), '<i4' (i32), '<i8' (i64), '|b1' (bool), '<V2' (bf16, as ml_dtypes writes it)"
         );
         assert!(read(&npy_v1(&dict("<u2", "False", "(1,)"), &[0; 2])).contains("'<u2'"));
         assert_eq!(
@@ -825,7 +844,7 @@ mod tests {
         );
         assert_eq!(
             read("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }"),
-            "unsupported dtype [('a', '<f4')]: supported are '<f2' (f16), '<f4' (f32), '<f8' (f64), '|i1' (i8), '<i4' (i32), '<i8' (i64), '|b1' (bool)"
+            "unsupported dtype [('a', '<f4')]: supported are '<f2' (f16), '<f4' (f32), '<f8' (f64), '|i1' (i8), '<i4' (i32), '<i8' (i64), '|b1' (bool), '<V2' (bf16, as ml_dtypes writes it)"
         );
         let mut short = npy_v1(
             "{'descr': '<f4', 'fortran_order': False, 'shape': (), }",

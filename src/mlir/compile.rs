@@ -38,7 +38,10 @@ pub const TINY_MODULE_FLOPS: u64 = 1 << 17;
 /// unvectorized -O0 pipelines need LLVM's own vectorizer). Modules that do not decompose
 /// are compiled at 3.
 pub fn jit_opt_level(module: &Module, pipeline: &Pipeline) -> u32 {
-    if let Some(level) = std::env::var("TESSERA_JIT_LEVEL").ok().and_then(|v| v.parse().ok()) {
+    if let Some(level) = std::env::var("TESSERA_JIT_LEVEL")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
         return level;
     }
     let Ok(decomposed) = crate::transforms::decompose::decompose(module) else {

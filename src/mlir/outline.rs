@@ -8,7 +8,7 @@
 use crate::diag::Diagnostic;
 use crate::mlir::schedule::{apply_schedule, SCHEDULE_HEAD, SCHEDULE_TAIL};
 use crate::mlir::stages::{run_upstream, StageEnv};
-use crate::mlir::walk::walk;
+use crate::mlir::walk::{walk, WalkedOp};
 use melior::ir::Attribute;
 use melior::ir::Module;
 
@@ -18,22 +18,38 @@ const KERNEL: &str = "tessera.kernel";
 /// The name outlined kernels take (made unique by a suffix).
 const KERNEL_NAME: &str = "tessera_kernel";
 
-/// Outlines the top-level `scf.for` nests of `module`'s functions (loops on buffers) into
-/// functions marked `noinline`; `stage` names the stage in errors.
+/// The most top-level loop nests a function keeps inline. Outlined, a kernel no longer sees
+/// where its buffers come from (they might alias), and LLVM vectorizes it behind run-time
+/// checks: the conv net op by op ran 2x slower with every nest outlined. Small functions
+/// stay whole; large ones, where LLVM's superlinear passes cost seconds, are split.
+const MAX_INLINE_KERNELS: usize = 16;
+
+/// Outlines the top-level `scf.for` nests of `module`'s functions that have more than
+/// [`MAX_INLINE_KERNELS`] of them (loops on buffers) into functions marked `noinline`;
+/// `stage` names the stage in errors.
 pub fn outline_kernels(
     env: &StageEnv<'_, '_>,
     module: &mut Module<'_>,
     stage: &str,
 ) -> Result<(), Vec<Diagnostic>> {
     let unit = Attribute::unit(env.context.context());
-    let mut count = 0;
+    let mut nests: std::collections::HashMap<usize, Vec<WalkedOp<'_>>> = Default::default();
     walk(module, |op| {
-        let top_level = op.parent().is_some_and(|p| p.name() == "func.func");
-        if top_level && op.name() == "scf.for" {
-            op.set_attribute(KERNEL, unit);
-            count += 1;
+        let function = op.parent().filter(|p| p.name() == "func.func");
+        if let (Some(function), "scf.for") = (function, op.name().as_str()) {
+            nests
+                .entry(function.raw().ptr as usize)
+                .or_default()
+                .push(WalkedOp::from_raw(op.raw()));
         }
     });
+    let mut count = 0;
+    for loops in nests.values().filter(|l| l.len() > MAX_INLINE_KERNELS) {
+        for nest in loops {
+            nest.set_attribute(KERNEL, unit);
+            count += 1;
+        }
+    }
     if count == 0 {
         return Ok(());
     }

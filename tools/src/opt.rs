@@ -56,7 +56,9 @@ input they start after the conversion):
   after tessera-bufferize. --list-passes shows every stage and pass.
 
 Exit status: 0 when the input is valid, 1 when it has errors (each reported as
-FILE:LINE:COL: error: ... with the source line and a caret), 2 for usage errors.
+FILE:LINE:COL: error: ... with the source line and a caret; errors in the pipeline at
+<pass-pipeline>:1:COL), 2 for usage errors, 3 when the compiler crashed (the step, the
+input and the saved reproducer are printed: a bug, not an input error).
 
 Examples:
   tessera-opt testdata/models/seed_mlp.tsr          print the seed model canonically

@@ -36,7 +36,9 @@ SPEC is a .npy file (f32, f64, i32, i64 or bool, C order) or random[:SEED]: unif
 stream from SEED). Arguments not given are random:0.
 
 Exit status: 0 on success (and, with --compare-reference, agreement), 1 on any error in the
-model, the inputs or the run, 2 for usage errors.
+model, the inputs or the run, 2 for usage errors, 3 when the compiler or the compiled code
+crashed (the step, the input and the saved reproducer are printed), 4 when compiled code
+could not allocate a temporary.
 
 Examples:
   tessera-run testdata/models/seed_mlp.tsr --compare-reference --repeat 100

@@ -8,11 +8,11 @@
 //! runtime. Precondition: bufferized MLIR.
 
 use crate::diag::Diagnostic;
+use crate::mlir::outline::outline_kernels;
 use crate::mlir::stages::{
     expect_mlir, run_upstream, stage_error, OptionKind, Program, Stage, StageEnv, StageOption,
     StageOptions,
 };
-use crate::mlir::outline::outline_kernels;
 use crate::mlir::walk::walk;
 use melior::ir::attribute::StringAttribute;
 use melior::ir::Attribute;
