@@ -391,6 +391,23 @@ impl<'c> WalkedOp<'c> {
         }
     }
 
+    /// Gives `user` its own copy of this operation, placed right after it (in its block, so
+    /// that it dominates every use this one did), and makes operand `position` of `user` read
+    /// that copy. Call it outside a walk: it changes the IR.
+    pub fn clone_here_for(&self, user: &WalkedOp<'c>, position: usize) {
+        // SAFETY: as in `clone_for`; the clone goes right after this operation in its block.
+        unsafe {
+            let clone = mlir_sys::mlirOperationClone(self.raw);
+            let block = mlir_sys::mlirOperationGetBlock(self.raw);
+            mlir_sys::mlirBlockInsertOwnedOperationAfter(block, self.raw, clone);
+            mlir_sys::mlirOperationSetOperand(
+                user.raw,
+                position as isize,
+                mlir_sys::mlirOperationGetResult(clone, 0),
+            );
+        }
+    }
+
     /// Moves this operation to just before `other`, in `other`'s block. Call it outside a
     /// walk: it changes the IR.
     pub fn move_before(&self, other: &WalkedOp<'c>) {

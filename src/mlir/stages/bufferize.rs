@@ -52,6 +52,7 @@ impl Stage for Bufferize {
             }
         });
         copy_aliased_results(&module);
+        split_shared_empties(&module);
         run_upstream(env, &mut module, BUFFERIZE, self.name())?;
         number_globals(env.context.context(), &module);
         run_upstream(
@@ -81,6 +82,33 @@ fn copy_aliased_results(module: &melior::ir::Module<'_>) {
         let op = WalkedOp::from_raw(op);
         for index in aliased {
             op.copy_operand(index);
+        }
+    }
+}
+
+/// Gives every use of a `tensor.empty` an empty tensor of its own. CSE merges the identical
+/// empties of a function into one, which puts every op writing into it in one alias set, and
+/// one-shot bufferization's conflict analysis is quadratic in the size of an alias set (1.7 s
+/// of a 400-op chain's 1.9 s in tessera-bufferize; 17 ms per op at 800 ops).
+fn split_shared_empties(module: &melior::ir::Module<'_>) {
+    let mut shared = Vec::new();
+    walk(module, |op| {
+        if op.name() == "tensor.empty" {
+            let uses = op.uses();
+            if uses.len() > 1 {
+                let rest: Vec<_> = uses
+                    .into_iter()
+                    .skip(1)
+                    .map(|(user, position)| (user.raw(), position))
+                    .collect();
+                shared.push((op.raw(), rest));
+            }
+        }
+    });
+    for (empty, uses) in shared {
+        let empty = WalkedOp::from_raw(empty);
+        for (user, position) in uses {
+            empty.clone_here_for(&WalkedOp::from_raw(user), position);
         }
     }
 }

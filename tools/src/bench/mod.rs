@@ -5,6 +5,7 @@
 //! run), peak bytes allocated by the compiled code and the number of kernels.
 
 pub mod chart;
+pub mod compile_scaling;
 pub mod limits;
 pub mod measure;
 mod progress;
@@ -48,7 +49,9 @@ Without MODEL, the built-in suite runs (fp32, weights as function arguments, ran
 from a fixed seed): w1_b1 w1_b64 w1_b4096 (the seed MLP at batch 1, 64, 4096), w2
 (MLP-large), w3 (matmul 1024^3), w4 (layer_norm -> gelu -> + x on 4096x1024), w5
 (attention, 512x64), w6 (a small conv net, batch 32). Without -O or --no-fusion, every mode
-runs. The machine's limits (FMA peak of one core, copy bandwidth) are measured first; each
+runs. The workload `compile` (not in the default suite) compiles generated chains of 50, 100,
+200, 400 and 800 ops (dense + tanh) at -O0 and -O3 (or the modes named) and reports each
+stage's milliseconds per op: flat columns mean stages linear in the model's size. The machine's limits (FMA peak of one core, copy bandwidth) are measured first; each
 result is also given as a fraction of the limit that binds it (roofline: whichever of its
 flops at the FMA peak and its input and output bytes at the copy bandwidth takes longer). On
 N threads the FMA limit is N cores' peak; the copy bandwidth stays one core's.
@@ -57,7 +60,8 @@ Examples:
   tessera-bench
   tessera-bench --workload w3,w4 --json out.json --chart out.svg
   tessera-bench model.tsr --entry f -O0 -O3 --no-fusion
-  tessera-bench --workload w2,w3 -O3 --threads 1,2"
+  tessera-bench --workload w2,w3 -O3 --threads 1,2
+  tessera-bench --workload compile      compile time per op and stage, chains of 50..800 ops"
 )]
 pub struct BenchArgs {
     /// A model to benchmark instead of the built-in suite.
@@ -208,7 +212,15 @@ fn bench(args: &BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(
     if !(args.time.is_finite() && args.time >= 0.0) {
         return Err(format!("--time must be a number of seconds, not {}", args.time).into());
     }
-    let workloads = chosen_workloads(args)?;
+    let scaling = args
+        .workload
+        .iter()
+        .any(|w| w.trim() == compile_scaling::ID);
+    let workloads = if scaling && args.workload.len() == 1 {
+        Vec::new()
+    } else {
+        chosen_workloads(args)?
+    };
     let modes = chosen_modes(args);
     let mut threads: Vec<usize> = args.threads.iter().map(|&n| n as usize).collect();
     threads.sort_unstable();
@@ -219,7 +231,23 @@ fn bench(args: &BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(
         .filter(|&(mode, n)| n == 1 || mode.level > 0)
         .collect();
     let time = Duration::from_secs_f64(args.time);
-    let mut progress = Progress::new(err, workloads.len() * runs.len() + 1);
+    // The compile workload compiles its chains op by op and fused unless modes are named.
+    let scaling_modes: Vec<Mode> = match (scaling, args.opt_levels.is_empty() && !args.no_fusion) {
+        (false, _) => Vec::new(),
+        (true, true) => vec![
+            Mode {
+                level: 0,
+                fusion: true,
+            },
+            Mode {
+                level: 3,
+                fusion: true,
+            },
+        ],
+        (true, false) => modes.clone(),
+    };
+    let scaling_runs = scaling_modes.len() * compile_scaling::CHAIN_OPS.len();
+    let mut progress = Progress::new(err, workloads.len() * runs.len() + scaling_runs + 1);
     progress.step("machine limits");
     let limits = limits::measure(time.max(Duration::from_millis(50)))?;
     let mut results = Vec::new();
@@ -240,16 +268,25 @@ fn bench(args: &BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(
             )?);
         }
     }
+    let compile_runs = compile_scaling::measure(&scaling_modes, |label| progress.step(label))?;
     progress.finish();
-    let table = report::table(&workloads, &results, &limits);
+    let mut table = String::new();
+    if !workloads.is_empty() {
+        table.push_str(&report::table(&workloads, &results, &limits));
+    }
+    if scaling {
+        table.push_str(&compile_scaling::table(&compile_runs));
+    }
     out.write_all(table.as_bytes())
         .map_err(|e| format!("cannot write the table: {e}"))?;
     if let Some(path) = &args.json {
+        let scaling_json = scaling.then(|| compile_scaling::json(&compile_runs));
         let json = report::json(
             &workloads,
             &results,
             &limits,
             &settings(args, &modes, &threads),
+            scaling_json.as_deref(),
         );
         std::fs::write(path, json)
             .map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
@@ -304,11 +341,13 @@ fn chosen_workloads(args: &BenchArgs) -> Result<Vec<Workload>, Failure> {
         args.workload.iter().map(|s| s.trim()).collect()
     };
     ids.iter()
+        .filter(|id| **id != compile_scaling::ID)
         .map(|id| {
             workloads::builtin(id).ok_or_else(|| {
                 Failure::Message(format!(
-                    "unknown workload '{id}' (workloads: {})",
-                    BUILTIN_IDS.join(", ")
+                    "unknown workload '{id}' (workloads: {}, {})",
+                    BUILTIN_IDS.join(", "),
+                    compile_scaling::ID
                 ))
             })
         })

@@ -71,12 +71,14 @@ pub fn table(workloads: &[Workload], results: &[Measurement], limits: &Limits) -
     text
 }
 
-/// The JSON document of a run.
+/// The JSON document of a run; `compile_scaling`, when the `compile` workload ran, is its
+/// JSON array (`compile_scaling::json`).
 pub fn json(
     workloads: &[Workload],
     results: &[Measurement],
     limits: &Limits,
     settings: &Settings,
+    compile_scaling: Option<&str>,
 ) -> String {
     let mut records = Vec::new();
     for m in results {
@@ -124,7 +126,7 @@ pub fn json(
     let threads: Vec<String> = settings.threads.iter().map(usize::to_string).collect();
     let threads = format!("[{}]", threads.join(", "));
     format!(
-        "{{\n  \"machine\": {{\"cpu\": {}, \"cores\": {}, \"f32_lanes\": {}, \"fma_peak_gflops\": {}, \"copy_gbps\": {}}},\n  \"commit\": {},\n  \"settings\": {{\"time_per_mode_s\": {}, \"threads\": {}, \"modes\": [{}], \"model\": {}}},\n  \"results\": [\n{}\n  ]\n}}\n",
+        "{{\n  \"machine\": {{\"cpu\": {}, \"cores\": {}, \"f32_lanes\": {}, \"fma_peak_gflops\": {}, \"copy_gbps\": {}}},\n  \"commit\": {},\n  \"settings\": {{\"time_per_mode_s\": {}, \"threads\": {}, \"modes\": [{}], \"model\": {}}},\n  \"results\": [\n{}\n  ],\n  \"compile_scaling\": {}\n}}\n",
         quote(&cpu_name()),
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         crate::bench::limits::lanes(),
@@ -135,7 +137,8 @@ pub fn json(
         threads,
         modes.join(", "),
         settings.model.as_deref().map_or("null".to_string(), quote),
-        records.join(",\n")
+        records.join(",\n"),
+        compile_scaling.unwrap_or("null")
     )
 }
 
