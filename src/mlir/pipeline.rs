@@ -230,10 +230,9 @@ fn split_top_level(text: &str) -> Result<Vec<(usize, &str)>, (usize, String)> {
     for (at, c) in text.char_indices() {
         match c {
             '(' | '{' => open.push(at),
-            ')' | '}' => {
-                if open.pop().is_none() {
-                    return Err((at, format!("unbalanced '{c}' in the pass pipeline")));
-                }
+            // The guard closes the innermost bracket; with none open, it is unbalanced.
+            ')' | '}' if open.pop().is_none() => {
+                return Err((at, format!("unbalanced '{c}' in the pass pipeline")));
             }
             ',' if open.is_empty() => {
                 parts.push((start, &text[start..at]));

@@ -55,13 +55,24 @@ pub fn check_everywhere(text: &str, name: &str, entry: &str) -> Vec<String> {
         if outcome.code == Some(0) || out_of_scope(&outcome) {
             continue;
         }
-        failures.push(format!(
+        let failure = format!(
             "{} ({}) failed: program saved in {}\n{}",
             name,
             configuration.join(" "),
             path.display(),
             outcome.report()
-        ));
+        );
+        // Long runs are watched through this file (and stderr) while they go on.
+        eprintln!("{failure}\n");
+        let log = dir.join("failures.txt");
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .and_then(|mut file| {
+                std::io::Write::write_all(&mut file, format!("{failure}\n\n").as_bytes())
+            });
+        failures.push(failure);
         // One failure per program is enough to go on; the others are usually the same.
         break;
     }
