@@ -22,3 +22,4 @@ mod roundtrip;
 mod run_cli;
 mod snapshots;
 mod stage_snapshots;
+mod tool_fuzz;
