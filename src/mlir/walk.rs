@@ -121,6 +121,18 @@ impl<'c> WalkedOp<'c> {
         self.touches_elements(|element| unsafe { mlir_sys::mlirTypeIsABF16(element) })
     }
 
+    /// Whether the operation's first region has a block (a function with a body, not a
+    /// declaration).
+    pub fn has_body(&self) -> bool {
+        // SAFETY: as in `name`; the region and its block list are read, not changed.
+        unsafe {
+            mlir_sys::mlirOperationGetNumRegions(self.raw) > 0
+                && !mlir_sys::mlirRegionGetFirstBlock(mlir_sys::mlirOperationGetRegion(self.raw, 0))
+                    .ptr
+                    .is_null()
+        }
+    }
+
     /// Whether an operand or result is a tensor (the op is not bufferized).
     pub fn touches_tensors(&self) -> bool {
         // SAFETY: as in `name`; values and types are read, not changed.

@@ -25,7 +25,7 @@
 //! Precondition: MLIR on tensors (before bufferization).
 
 use crate::diag::Diagnostic;
-use crate::mlir::schedule::{apply_schedule, SCHEDULE_HEAD, SCHEDULE_TAIL};
+use crate::mlir::schedule::{apply_schedule, match_each, SCHEDULE_HEAD, SCHEDULE_TAIL};
 use crate::mlir::stages::parallelize::PARALLEL;
 use crate::mlir::stages::{expect_mlir, run_upstream, Program, Stage, StageEnv, StageOptions};
 use crate::mlir::strategy::{divisor_at_most, epilogue_tiles, loops, reads_per_element};
@@ -242,8 +242,8 @@ fn row_fusion_recomputes_nothing(root: &WalkedOp<'_>) -> bool {
 /// generic, and whose fusion recomputes nothing expensive) and returns the schedule tiling
 /// each by rows and fusing its producers.
 fn row_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> Option<String> {
-    let i64_type = IntegerType::new(env.context.context(), 64).into();
-    let mut schedule = String::from(SCHEDULE_HEAD);
+    let unit = melior::ir::Attribute::unit(env.context.context());
+    let mut fusions = String::new();
     let mut count = 0;
     walk(module, |op| {
         if !is_elementwise(op) || op.parent().is_some_and(|p| p.name() != "func.func") {
@@ -280,19 +280,24 @@ fn row_schedule(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> Opti
         {
             return;
         }
-        op.set_attribute(ROW_ROOT, IntegerAttribute::new(i64_type, count).into());
+        op.set_attribute(ROW_ROOT, unit);
         let mut sizes = vec!["0".to_string(); op_loops.0.len()];
         sizes[0] = divisor_at_most(rows, ROW_TILE).to_string();
         let any = "!transform.any_op";
         let _ = writeln!(
-            schedule,
-            "    %r{count} = transform.structured.match attributes {{{ROW_ROOT} = {count} : i64}} in %root : ({any}) -> {any}\n    %rt{count}, %rl{count} = transform.structured.fuse %r{count} {{tile_sizes = [{}]}} : ({any}) -> ({any}, {any})\n    transform.annotate %rl{count} \"{PARALLEL}\" : {any}",
+            fusions,
+            "    %rt{count}, %rl{count} = transform.structured.fuse %r{count} {{tile_sizes = [{}]}} : ({any}) -> ({any}, {any})\n    transform.annotate %rl{count} \"{PARALLEL}\" : {any}",
             sizes.join(", ")
         );
         count += 1;
     });
-    schedule.push_str(SCHEDULE_TAIL);
-    (count > 0).then_some(schedule)
+    // One match of every root, split in the order they were marked (a walk's).
+    (count > 0).then(|| {
+        format!(
+            "{SCHEDULE_HEAD}{}{fusions}{SCHEDULE_TAIL}",
+            match_each(ROW_ROOT, count, "r")
+        )
+    })
 }
 
 /// A top-level generic that may share a row loop with its siblings.

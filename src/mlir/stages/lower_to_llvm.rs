@@ -139,8 +139,19 @@ impl Stage for LowerToLlvm {
             (None, Some(_)) => Attribute::parse(ctx, "#llvm.target_features<[]>"),
             (None, None) => None,
         };
+        // Private functions (outlined kernels) are internal to the module for LLVM, which
+        // may then drop their unused arguments and specialize them to their one caller.
+        let internal = Attribute::parse(ctx, "#llvm.linkage<internal>");
         walk(&module, |op| {
             if op.name() == "llvm.func" {
+                let private = op.has_body()
+                    && op
+                        .attribute("sym_visibility")
+                        .is_some_and(|v| v.to_string() == "\"private\"");
+                if let (true, Some(internal)) = (private, internal) {
+                    op.set_attribute("linkage", internal);
+                    op.remove_attribute("sym_visibility");
+                }
                 if let Some(cpu) = cpu {
                     op.set_attribute("target_cpu", cpu);
                 }

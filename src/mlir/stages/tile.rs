@@ -6,7 +6,7 @@
 //! accumulate in vector lanes (see [`SPLIT_LANES`]). Precondition: linalg on tensors.
 
 use crate::diag::Diagnostic;
-use crate::mlir::schedule::{apply_schedule, SCHEDULE_HEAD, SCHEDULE_TAIL};
+use crate::mlir::schedule::{apply_schedule, match_each, SCHEDULE_HEAD, SCHEDULE_TAIL};
 use crate::mlir::stages::parallelize::PARALLEL;
 use crate::mlir::stages::{
     expect_mlir, stage_error, OptionKind, Program, Stage, StageEnv, StageOption, StageOptions,
@@ -182,11 +182,10 @@ impl Stage for Tile {
             ));
         }
         let ctx = env.context.context();
-        let i64_type = IntegerType::new(ctx, 64).into();
         if forced.is_none() {
             split_reductions(env, &mut module, self.name())?;
         }
-        let mut schedule = String::from(SCHEDULE_HEAD);
+        let mut tiles = String::new();
         let unit = match options
             .choice("unit", &["avx2", "avx512"])
             .map_err(|e| stage_error(self.name(), e))?
@@ -235,16 +234,12 @@ impl Stage for Tile {
             if levels.is_empty() {
                 return;
             }
-            op.set_attribute(MARKER, IntegerAttribute::new(i64_type, count).into());
+            op.set_attribute(MARKER, melior::ir::Attribute::unit(ctx));
             if register_level && !op.touches_i1() {
                 // Register tiles are what tessera-vectorize turns into vectors; untiled ops
                 // (whole tensors) must not become vectors of the whole tensor.
                 op.set_attribute(VECTORIZE, melior::ir::Attribute::unit(ctx));
             }
-            let _ = writeln!(
-                schedule,
-                "    %op{count} = transform.structured.match ops{{[\"{name}\"]}} attributes {{{MARKER} = {count} : i64}} in %root : (!transform.any_op) -> !transform.any_op"
-            );
             let mut handle = format!("%op{count}");
             for (level, sizes) in levels.iter().enumerate() {
                 let loops = sizes.iter().filter(|&&s| s != 0).count();
@@ -255,7 +250,7 @@ impl Stage for Tile {
                     .collect::<Vec<_>>()
                     .join(", ");
                 let _ = writeln!(
-                    schedule,
+                    tiles,
                     "    %t{count}_{level}:{} = transform.structured.tile_using_for {handle} tile_sizes [{text}] : (!transform.any_op) -> ({handles})",
                     loops + 1
                 );
@@ -264,7 +259,7 @@ impl Stage for Tile {
                 let first = sizes.iter().position(|&s| s != 0);
                 if level == 0 && first.is_some_and(|d| !op_loops.0[d].1) {
                     let _ = writeln!(
-                        schedule,
+                        tiles,
                         "    transform.annotate %t{count}_0#1 \"{PARALLEL}\" : !transform.any_op"
                     );
                 }
@@ -272,8 +267,12 @@ impl Stage for Tile {
             }
             count += 1;
         });
-        schedule.push_str(SCHEDULE_TAIL);
         if count > 0 {
+            // One match of every marked op, split in the order they were marked (a walk's).
+            let schedule = format!(
+                "{SCHEDULE_HEAD}{}{tiles}{SCHEDULE_TAIL}",
+                match_each(MARKER, count, "op")
+            );
             apply_schedule(env, &mut module, &schedule, "of tessera-tile", self.name())?;
         }
         walk(&module, |op| op.remove_attribute(MARKER));
