@@ -64,18 +64,6 @@ pub fn env_number(name: &str, default: u64) -> u64 {
 /// The extents a dimension is mutated to.
 const DIMENSIONS: &[u64] = &[0, 1, 1, 2, 3, 5, 7, 13, 17, 31, 64, 97, 128, 257, 1000];
 
-/// Element types mutants take.
-const ELEMENTS: &[ElementType] = &[
-    ElementType::F32,
-    ElementType::F64,
-    ElementType::F16,
-    ElementType::BF16,
-    ElementType::I1,
-    ElementType::I8,
-    ElementType::I32,
-    ElementType::I64,
-];
-
 /// One structural change of a module. Returns `None` when it does not apply.
 fn mutate(module: &Module, rng: &mut Rng) -> Option<Module> {
     let mut m = module.clone();
@@ -104,7 +92,7 @@ fn mutate(module: &Module, rng: &mut Rng) -> Option<Module> {
         }
         // The element type of one parameter, or of every value.
         2 => {
-            let element = *rng.pick(ELEMENTS);
+            let element = *rng.pick(&ElementType::ALL);
             if rng.below(2) == 0 {
                 let p = *rng.choose(&func.params)?;
                 func.values[p.index()].ty.element = element;

@@ -43,6 +43,17 @@ fn check(tool: &str, args: Vec<String>, input: &str) -> Option<String> {
     problem(&outcome).map(|why| format!("{why}; input saved in {input}\n{}", outcome.report()))
 }
 
+/// Runs `case` for every seed of this run (`TESSERA_FUZZ_CASES` of them from
+/// `TESSERA_FUZZ_SEED`), each with its own generator; fails with every report it returns.
+fn fuzz_cases(mut case: impl FnMut(u64, &mut Rng) -> Option<String>) {
+    let cases = env_number("TESSERA_FUZZ_CASES", 10);
+    let first = env_number("TESSERA_FUZZ_SEED", 1);
+    let failures: Vec<String> = (first..first + cases)
+        .filter_map(|seed| case(seed, &mut Rng::new(seed)))
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
 /// Pipeline elements, good and bad.
 const ELEMENTS: &[&str] = &[
     "tessera-decompose",
@@ -78,25 +89,16 @@ fn models() -> Vec<String> {
 
 #[test]
 fn random_pipelines_never_crash_a_stage_or_die_silently() {
-    let cases = env_number("TESSERA_FUZZ_CASES", 10);
-    let first = env_number("TESSERA_FUZZ_SEED", 1);
     let models = models();
-    let mut failures = Vec::new();
-    for seed in first..first + cases {
-        let mut rng = Rng::new(seed);
+    fuzz_cases(|_, rng| {
         let steps: Vec<&str> = (0..1 + rng.below(6)).map(|_| *rng.pick(ELEMENTS)).collect();
         let testdata = root().join("testdata").display().to_string();
         let pipeline =
             format!("builtin.module({})", steps.join(",")).replace("testdata", &testdata);
         let model = rng.pick(&models).clone();
         let args = vec![model.clone(), format!("--pass-pipeline={pipeline}")];
-        failures.extend(check(
-            "tessera-opt",
-            args,
-            &format!("{model} with {pipeline}"),
-        ));
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+        check("tessera-opt", args, &format!("{model} with {pipeline}"))
+    });
 }
 
 /// One textual change of MLIR or transform text: a line deleted or duplicated, a number
@@ -160,16 +162,12 @@ fn mutate_text(text: &str, rng: &mut Rng) -> String {
 
 #[test]
 fn mutated_schedules_never_crash_a_stage_or_die_silently() {
-    let cases = env_number("TESSERA_FUZZ_CASES", 10);
-    let first = env_number("TESSERA_FUZZ_SEED", 1);
     let schedule = std::fs::read_to_string(root().join("testdata/schedules/tile_matmul_8.mlir"))
         .expect("the schedule is readable");
-    let mut failures = Vec::new();
-    for seed in first..first + cases {
-        let mut rng = Rng::new(seed);
+    fuzz_cases(|seed, rng| {
         let mut text = schedule.clone();
         for _ in 0..1 + rng.below(3) {
-            text = mutate_text(&text, &mut rng);
+            text = mutate_text(&text, rng);
         }
         let path = scratch().join(format!("schedule-{seed}.mlir"));
         std::fs::write(&path, &text).expect("the scratch folder is writable");
@@ -180,19 +178,14 @@ fn mutated_schedules_never_crash_a_stage_or_die_silently() {
             "--schedule".into(),
             path.display().to_string(),
         ];
-        failures.extend(check("tessera-opt", args, &path.display().to_string()));
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+        check("tessera-opt", args, &path.display().to_string())
+    });
 }
 
 #[test]
 fn mutated_mlir_input_never_crashes_a_stage_or_dies_silently() {
-    let cases = env_number("TESSERA_FUZZ_CASES", 10);
-    let first = env_number("TESSERA_FUZZ_SEED", 1);
     let models = models();
-    let mut failures = Vec::new();
-    for seed in first..first + cases {
-        let mut rng = Rng::new(seed);
+    fuzz_cases(|seed, rng| {
         let model = rng.pick(&models).clone();
         let converted = run_tool(
             "tessera-opt",
@@ -203,21 +196,18 @@ fn mutated_mlir_input_never_crashes_a_stage_or_dies_silently() {
         assert_eq!(converted.code, Some(0), "{}", converted.report());
         let mut text = converted.stdout;
         for _ in 0..1 + rng.below(2) {
-            text = mutate_text(&text, &mut rng);
+            text = mutate_text(&text, rng);
         }
         let path = scratch().join(format!("input-{seed}.mlir"));
         std::fs::write(&path, &text).expect("the scratch folder is writable");
         let preset = if rng.below(2) == 0 { "-O0" } else { "-O3" };
         let args = vec![path.display().to_string(), preset.into()];
-        failures.extend(check("tessera-opt", args, &path.display().to_string()));
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+        check("tessera-opt", args, &path.display().to_string())
+    });
 }
 
 #[test]
 fn mutated_npy_headers_are_rejected_or_read_never_crash() {
-    let cases = env_number("TESSERA_FUZZ_CASES", 10);
-    let first = env_number("TESSERA_FUZZ_SEED", 1);
     let dir = scratch().join("npy");
     let written = run_tool(
         "tessera-run",
@@ -234,9 +224,7 @@ fn mutated_npy_headers_are_rejected_or_read_never_crash() {
     );
     assert_eq!(written.code, Some(0), "{}", written.report());
     let original = std::fs::read(dir.join("out0.npy")).expect("an output was written");
-    let mut failures = Vec::new();
-    for seed in first..first + cases {
-        let mut rng = Rng::new(seed);
+    fuzz_cases(|seed, rng| {
         let mut bytes = original.clone();
         for _ in 0..1 + rng.below(4) {
             // Header bytes (the first 128) mostly, sometimes the data or the length.
@@ -263,7 +251,6 @@ fn mutated_npy_headers_are_rejected_or_read_never_crash() {
             "--input".into(),
             format!("x={}", path.display()),
         ];
-        failures.extend(check("tessera-run", args, &path.display().to_string()));
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+        check("tessera-run", args, &path.display().to_string())
+    });
 }
