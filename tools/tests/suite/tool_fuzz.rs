@@ -150,7 +150,7 @@ fn mutate_text(text: &str, rng: &mut Rng) -> String {
                 &["parallel", "reduction"],
                 &["arith.addf", "arith.mulf", "arith.maximumf", "math.exp"],
             ];
-            let family: &[&str] = *rng.pick(families);
+            let family: &&[&str] = rng.pick(families);
             if let Some(word) = family.iter().find(|w| lines[at].contains(**w)) {
                 let other = *rng.pick(family);
                 lines[at] = lines[at].replacen(word, other, 1);
