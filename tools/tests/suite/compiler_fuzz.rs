@@ -64,6 +64,12 @@ pub fn env_number(name: &str, default: u64) -> u64 {
 /// The extents a dimension is mutated to.
 const DIMENSIONS: &[u64] = &[0, 1, 1, 2, 3, 5, 7, 13, 17, 31, 64, 97, 128, 257, 1000];
 
+/// Ops no swap introduces: steps of a float argument. Put after a matmul (seed 20280 put
+/// floor in place of a gelu), the last-bit difference between f32 accumulation and the f64
+/// reference became a difference of 1 wherever a value sat next to an integer: a true
+/// disagreement of the two, but not a miscompilation.
+const DISCONTINUOUS: &[&str] = &["array.floor", "array.ceil"];
+
 /// One structural change of a module. Returns `None` when it does not apply.
 fn mutate(module: &Module, rng: &mut Rng) -> Option<Module> {
     let mut m = module.clone();
@@ -128,6 +134,7 @@ fn mutate(module: &Module, rng: &mut Rng) -> Option<Module> {
                         && a.results == b.results
                         && a.literal.is_none()
                         && b.literal.is_none()
+                        && !DISCONTINUOUS.contains(&a.full_name().as_str())
                 })
                 .collect();
             let swapped = *rng.choose(&same_arity)?;
