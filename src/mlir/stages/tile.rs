@@ -118,9 +118,9 @@ fn split_reductions(
             && op.attribute(TILE_SIZES).is_none()
             && op.attribute(VECTOR_SIZES).is_none()
             && !op.touches_i1()
-            // split_reduction recognizes a payload of one combiner and the yield only; a
-            // widening first (an f16 or bf16 sum accumulating in f32) makes it fail.
-            && op.nested_ops().len() <= 2;
+            // split_reduction fails on a reduction that widens its input (an f16 or bf16 sum
+            // accumulating in f32).
+            && !op.nested_ops().iter().any(|nested| nested.name() == "arith.extf");
         let rank = op.shapes().1.first().cloned().flatten().map(|s| s.len());
         if let (true, Some(rank)) = (qualifies, rank) {
             op.set_attribute(SPLIT, IntegerAttribute::new(i64_type, rank as i64).into());
