@@ -1,4 +1,4 @@
-//! Compiles the C++ passes tessera registers with MLIR (`src/mlir/cxx/`) against the MLIR 19
+//! Compiles the C++ passes and the LLVM back end (`src/mlir/cxx/`) against the MLIR 19
 //! headers, when the `mlir` feature is on.
 
 use std::path::PathBuf;
@@ -30,7 +30,8 @@ fn main() {
         .warnings(false)
         .file("src/mlir/cxx/polynomial_approximation.cpp")
         .file("src/mlir/cxx/parallel_loops.cpp")
-        .file("src/mlir/cxx/epilogue_fusion.cpp");
+        .file("src/mlir/cxx/epilogue_fusion.cpp")
+        .file("src/mlir/cxx/llvm_backend.cpp");
     for flag in flags.split_whitespace() {
         build.flag(flag);
     }

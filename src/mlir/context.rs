@@ -6,7 +6,7 @@ use melior::dialect::DialectRegistry;
 use melior::ir::{BlockLike, Module};
 use melior::utility::{register_all_dialects, register_all_llvm_translations, register_all_passes};
 use melior::Context;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::CString;
 use std::fmt;
 use std::rc::Rc;
@@ -42,6 +42,7 @@ impl fmt::Display for MlirDiagnostic {
 pub struct MlirContext {
     context: Context,
     diagnostics: Rc<RefCell<Vec<MlirDiagnostic>>>,
+    verify_each: Cell<bool>,
 }
 
 impl MlirContext {
@@ -83,7 +84,22 @@ impl MlirContext {
         MlirContext {
             context,
             diagnostics,
+            verify_each: Cell::new(cfg!(debug_assertions)),
         }
+    }
+
+    /// Whether the upstream passes inside stages are each followed by MLIR's verifier (as
+    /// `mlir-opt --verify-each` does). Every stage's result is verified either way; checking
+    /// after every pass as well was 45% of the -O3 pipeline's time on the GPT block, so it
+    /// is on in debug builds (the test suite, the fuzzers) and where asked for
+    /// (`tessera-opt --verify-each`).
+    pub fn verify_each(&self) -> bool {
+        self.verify_each.get()
+    }
+
+    /// Turns the verifier after every upstream pass on or off.
+    pub fn set_verify_each(&self, on: bool) {
+        self.verify_each.set(on);
     }
 
     /// The melior context.

@@ -1,5 +1,5 @@
-//! Compiled code in memory: MLIR's ExecutionEngine (at the LLVM optimization level the caller
-//! picks, for the host; see `compile::jit_opt_level`) over a module in
+//! Compiled code in memory: tessera's LLVM back end (src/mlir/cxx/llvm_backend.cpp, at the
+//! LLVM options the caller picks, for the host; see `compile::jit_options`) over a module in
 //! the LLVM dialect, called through the C interface with inputs validated against the
 //! signature first. Results are caller-owned out-parameters; temporaries go through the
 //! counting allocator.
@@ -13,8 +13,11 @@ use crate::mlir::llvm::translates_to_llvm_ir;
 use crate::mlir::memref::HostBuffer;
 use crate::mlir::memref_copy::memref_copy;
 use crate::types::TensorType;
+use crate::mlir::walk::walk;
 use melior::ir::attribute::IntegerAttribute;
-use melior::ExecutionEngine;
+use mlir_sys::MlirOperation;
+use std::ffi::{c_char, CStr, CString};
+use std::time::{Duration, Instant};
 
 /// A function's interface: parameter names and types, result types.
 #[derive(Clone, Debug, PartialEq)]
@@ -87,33 +90,109 @@ pub enum RunError {
     Invoke(String),
 }
 
-/// An execution engine for `llvm_module` (already checked to translate) that resolves the
-/// allocation functions compiled code calls to the counting allocator.
-fn engine(
-    llvm_module: &melior::ir::Module<'_>,
-    opt_level: u32,
-    object_dump: bool,
-) -> ExecutionEngine {
-    let engine = ExecutionEngine::new(llvm_module, opt_level.min(3) as usize, &[], object_dump);
-    // SAFETY: the functions have the C signatures compiled code declares for
-    // `_mlir_memref_to_llvm_alloc(size)`, `_aligned_alloc(alignment, size)`, `_free(ptr)`,
-    // `memrefCopy(elemSize, src, dst)` and compiler-rt's `__truncsfbf2(float)` and
-    // `__truncdfbf2(double)`, and live as long as the program.
+/// How LLVM compiles a module: the optimization level of its IR pipeline and code
+/// generator, and whether its loop unrolling runs (see `compile::jit_options`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LlvmOptions {
+    /// LLVM's optimization level, 0 to 3.
+    pub level: u32,
+    /// Whether LLVM unrolls loops (full, partial and runtime unrolling).
+    pub unroll: bool,
+}
+
+impl LlvmOptions {
+    /// Level 3 with unrolling: what a module nobody has tuned gets.
+    pub const DEFAULT: LlvmOptions = LlvmOptions {
+        level: 3,
+        unroll: true,
+    };
+}
+
+/// An address compiled code may call by name (`TesseraSymbol` in llvm_backend.cpp).
+#[repr(C)]
+struct BackendSymbol {
+    name: *const c_char,
+    address: *mut (),
+}
+
+/// A compiled module in memory (`TesseraJit` in llvm_backend.cpp).
+#[repr(C)]
+struct BackendJit {
+    _opaque: [u8; 0],
+}
+
+extern "C" {
+    fn tesseraJitCompile(
+        module: MlirOperation,
+        level: u32,
+        unroll: bool,
+        threads: u32,
+        symbols: *const BackendSymbol,
+        symbol_count: usize,
+        phases: *mut f64,
+        error: *mut *mut c_char,
+    ) -> *mut BackendJit;
+    fn tesseraJitLookup(jit: *mut BackendJit, name: *const c_char) -> *mut ();
+    fn tesseraJitDestroy(jit: *mut BackendJit);
+    fn tesseraWriteObjectFile(
+        module: MlirOperation,
+        level: u32,
+        unroll: bool,
+        path: *const c_char,
+        error: *mut *mut c_char,
+    ) -> bool;
+    fn tesseraBackendFreeMessage(message: *mut c_char);
+}
+
+/// The message the back end reported, released.
+fn take_message(message: *mut c_char) -> String {
+    if message.is_null() {
+        return "the LLVM back end failed".into();
+    }
+    // SAFETY: a non-null message is a NUL-terminated string the back end allocated for the
+    // caller; it is copied, then released once with the back end's own function.
     unsafe {
-        engine.register_symbol("memrefCopy", memref_copy as *mut ());
-        engine.register_symbol("__truncsfbf2", trunc_f32_to_bf16 as *mut ());
-        engine.register_symbol("__truncdfbf2", trunc_f64_to_bf16 as *mut ());
-        engine.register_symbol("_mlir_memref_to_llvm_alloc", mlir_alloc as *mut ());
-        engine.register_symbol(
+        let text = CStr::from_ptr(message).to_string_lossy().into_owned();
+        tesseraBackendFreeMessage(message);
+        text
+    }
+}
+
+/// The functions compiled code calls that tessera provides: the counting allocator,
+/// `memrefCopy`, compiler-rt's bf16 truncations, the async runtime.
+fn runtime_symbols() -> Vec<(CString, *mut ())> {
+    let mut symbols: Vec<(&str, *mut ())> = vec![
+        ("memrefCopy", memref_copy as *mut ()),
+        ("__truncsfbf2", trunc_f32_to_bf16 as *mut ()),
+        ("__truncdfbf2", trunc_f64_to_bf16 as *mut ()),
+        ("_mlir_memref_to_llvm_alloc", mlir_alloc as *mut ()),
+        (
             "_mlir_memref_to_llvm_aligned_alloc",
             mlir_aligned_alloc as *mut (),
-        );
-        engine.register_symbol("_mlir_memref_to_llvm_free", mlir_free as *mut ());
-        for (name, function) in async_runtime::symbols() {
-            engine.register_symbol(name, function);
-        }
-    }
-    engine
+        ),
+        ("_mlir_memref_to_llvm_free", mlir_free as *mut ()),
+    ];
+    symbols.extend(async_runtime::symbols());
+    symbols
+        .into_iter()
+        .map(|(name, address)| (CString::new(name).expect("no NUL in a symbol name"), address))
+        .collect()
+}
+
+/// The threads LLVM's code generator runs on: one per core, at most 8.
+fn codegen_threads() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(8) as u32)
+}
+
+/// Whether `llvm_module` defines `name` (an `llvm.func` with a body).
+fn defines(llvm_module: &melior::ir::Module<'_>, name: &str) -> bool {
+    let mut found = false;
+    walk(llvm_module, |op| {
+        found |= op.name() == "llvm.func"
+            && op.has_body()
+            && op.attribute("sym_name").is_some_and(|n| n.to_string() == format!("\"{name}\""));
+    });
+    found
 }
 
 /// Compiles `llvm_module` and writes its object code (with the `_mlir_ciface_` C interface
@@ -124,39 +203,47 @@ fn engine(
 pub fn write_object_file(
     llvm_module: &melior::ir::Module<'_>,
     signatures: &[Signature],
-    opt_level: u32,
+    options: LlvmOptions,
     path: &std::path::Path,
 ) -> Result<(), String> {
     if !translates_to_llvm_ir(llvm_module) {
         return Err("the lowered module does not translate to LLVM IR".into());
     }
-    let engine = engine(llvm_module, opt_level, true);
-    // Compilation is lazy: looking the functions up makes the engine emit their code.
-    for signature in signatures {
-        if engine
-            .lookup(&format!("_mlir_ciface_{}", signature.name))
-            .is_null()
-        {
-            return Err(format!("no code for '@{}'", signature.name));
-        }
+    if let Some(missing) = signatures
+        .iter()
+        .find(|s| !defines(llvm_module, &format!("_mlir_ciface_{}", s.name)))
+    {
+        return Err(format!("no code for '@{}'", missing.name));
     }
     let text = path.to_str().ok_or("the output path is not UTF-8")?;
-    // LLVM reports an unwritable path only on its own standard error.
-    std::fs::File::create(path).map_err(|e| format!("cannot write '{text}': {e}"))?;
-    engine.dump_to_object_file(text);
-    if path.exists() {
+    let c_path = CString::new(text).map_err(|_| "the output path holds a NUL byte")?;
+    let mut error = std::ptr::null_mut();
+    // SAFETY: the module is live and fully in the LLVM dialect (checked above); the path is a
+    // NUL-terminated string that outlives the call; an error message is taken over below.
+    let written = unsafe {
+        tesseraWriteObjectFile(
+            llvm_module.as_operation().to_raw(),
+            options.level.min(3),
+            options.unroll,
+            c_path.as_ptr(),
+            &mut error,
+        )
+    };
+    if written {
         Ok(())
     } else {
-        Err(format!("cannot write '{text}'"))
+        Err(take_message(error))
     }
 }
 
 /// A compiled module ready to call.
 pub struct Jit {
-    engine: ExecutionEngine,
+    backend: *mut BackendJit,
     signatures: Vec<Signature>,
     /// The threads its parallel loops were compiled for (`tessera.threads`; 1 without).
     threads: usize,
+    /// How long LLVM took to translate, optimize and generate (and link) the code.
+    phases: [Duration; 3],
 }
 
 /// The module attribute `tessera-parallelize` records its thread count in.
@@ -166,32 +253,91 @@ impl Jit {
     /// Compiles `llvm_module` (fully in the LLVM dialect) whose functions have `signatures`;
     /// Returns `None` when the module does not translate to LLVM IR (checked first: the
     /// engine itself reports no failure and would crash on such a module).
-    /// `opt_level` is LLVM's (0 to 3).
+    /// LLVM compiles it as `options` say, its code generator on one thread per core.
     pub fn new(
         llvm_module: &melior::ir::Module<'_>,
         signatures: Vec<Signature>,
-        opt_level: u32,
+        options: LlvmOptions,
     ) -> Option<Jit> {
         if !translates_to_llvm_ir(llvm_module) {
             return None;
         }
-        let engine = engine(llvm_module, opt_level, false);
-        // Code generation is lazy: looking every entry point up now makes compile time
-        // include it, and the first call only a call.
-        let all_found = signatures
+        let symbols = runtime_symbols();
+        let table: Vec<BackendSymbol> = symbols
             .iter()
-            .all(|s| !engine.lookup(&format!("_mlir_ciface_{}", s.name)).is_null());
+            .map(|(name, address)| BackendSymbol {
+                name: name.as_ptr(),
+                address: *address,
+            })
+            .collect();
+        let mut error = std::ptr::null_mut();
+        let mut phases = [0.0f64; 3];
+        // SAFETY: the module is live and translates to LLVM IR (checked above); `phases` has
+        // the three entries the back end adds to; the symbol
+        // table points to NUL-terminated names and to functions with the C signatures
+        // compiled code declares for them (`_mlir_memref_to_llvm_alloc(size)`,
+        // `_aligned_alloc(alignment, size)`, `_free(ptr)`, `memrefCopy(elemSize, src, dst)`,
+        // compiler-rt's `__truncsfbf2(float)` and `__truncdfbf2(double)`, MLIR's async
+        // runtime), all of which live as long as the program; the back end copies the table.
+        let backend = unsafe {
+            tesseraJitCompile(
+                llvm_module.as_operation().to_raw(),
+                options.level.min(3),
+                options.unroll,
+                codegen_threads(),
+                table.as_ptr(),
+                table.len(),
+                phases.as_mut_ptr(),
+                &mut error,
+            )
+        };
+        if backend.is_null() {
+            take_message(error);
+            return None;
+        }
+        let mut jit = Jit {
+            backend,
+            signatures,
+            threads: 1,
+            phases: phases.map(|ms| Duration::from_secs_f64(ms / 1000.0)),
+        };
+        // Linking is lazy: looking every entry point up now makes compile time include it
+        // (as code generation's), and the first call only a call.
+        let linking = Instant::now();
+        let all_found = jit
+            .signatures
+            .iter()
+            .all(|s| !jit.packed_entry(&s.name).is_null());
+        jit.phases[2] += linking.elapsed();
         let threads = llvm_module
             .as_operation()
             .attribute(THREADS_ATTRIBUTE)
             .ok()
             .and_then(|a| IntegerAttribute::try_from(a).ok())
             .map_or(1, |a| usize::try_from(a.value()).unwrap_or(1).max(1));
-        all_found.then_some(Jit {
-            engine,
-            signatures,
-            threads,
-        })
+        jit.threads = threads;
+        all_found.then_some(jit)
+    }
+
+    /// The address of function `name`'s packed interface (`_mlir__mlir_ciface_NAME`, taking
+    /// one pointer per argument), or null.
+    fn packed_entry(&self, name: &str) -> *mut () {
+        let Ok(symbol) = CString::new(format!("_mlir__mlir_ciface_{name}")) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: the back end is live (owned by `self`) and the name NUL-terminated.
+        unsafe { tesseraJitLookup(self.backend, symbol.as_ptr()) }
+    }
+
+    /// How long each phase of LLVM's compilation took: `llvm-translate` (MLIR to LLVM IR),
+    /// `llvm-optimize` (LLVM's IR pipeline), `llvm-codegen` (machine code, on threads, and
+    /// linking).
+    pub fn phase_times(&self) -> [(&'static str, Duration); 3] {
+        [
+            ("llvm-translate", self.phases[0]),
+            ("llvm-optimize", self.phases[1]),
+            ("llvm-codegen", self.phases[2]),
+        ]
     }
 
     /// The threads a call runs on.
@@ -285,13 +431,29 @@ impl Jit {
             .iter_mut()
             .map(|p| p as *mut *mut i64 as *mut ())
             .collect();
+        let entry = self.packed_entry(name);
+        if entry.is_null() {
+            return Err(RunError::Invoke(name.to_string()));
+        }
         async_runtime::set_active_threads(self.threads);
-        // SAFETY: the C interface of a function with N inputs and M results (made
-        // out-parameters by bufferization) takes N + M pointers to strided memref
-        // descriptors; each argument points to such a pointer, each descriptor describes a
-        // live buffer of exactly the type the signature has (checked above), and all of them
-        // outlive the call.
-        unsafe { self.engine.invoke_packed(name, &mut arguments) }
-            .map_err(|_| RunError::Invoke(name.to_string()))
+        // SAFETY: `entry` is the packed interface the back end generated for `name`: a
+        // `void (void **)` that reads each argument through its pointer. The C interface of a
+        // function with N inputs and M results (made out-parameters by bufferization) takes
+        // N + M pointers to strided memref descriptors; each argument points to such a
+        // pointer, each descriptor describes a live buffer of exactly the type the signature
+        // has (checked above), and all of them outlive the call.
+        unsafe {
+            let packed: extern "C" fn(*mut *mut ()) = std::mem::transmute(entry);
+            packed(arguments.as_mut_ptr());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Jit {
+    fn drop(&mut self) {
+        // SAFETY: the back end was created by `tesseraJitCompile`, is owned by this `Jit`
+        // alone, and no code of it runs once the `Jit` is dropped.
+        unsafe { tesseraJitDestroy(self.backend) }
     }
 }

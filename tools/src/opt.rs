@@ -15,7 +15,8 @@ use tessera::expected_diagnostics::check_expected;
 use tessera::frontend::{decode, load, split_chunks, SPLIT_MARKER};
 use tessera::ir::Module;
 use tessera::mlir::fusion_report::{report_json, report_of_pipeline, report_text};
-use tessera::mlir::jit::{write_object_file, Signature};
+use tessera::mlir::compile::jit_options;
+use tessera::mlir::jit::{write_object_file, LlvmOptions, Signature};
 use tessera::mlir::llvm::llvm_ir;
 use tessera::mlir::pipeline::{Pipeline, UPSTREAM_PASSES};
 use tessera::mlir::runner::{run_pipeline, timing_report, Instrumentation, Selection, StepTime};
@@ -150,6 +151,12 @@ pub struct OptArgs {
     /// `mlir-opt --mlir-print-debuginfo` does.
     #[arg(long)]
     pub mlir_print_debuginfo: bool,
+
+    /// Run MLIR's verifier after every upstream pass inside the stages, as `mlir-opt
+    /// --verify-each` does, to find the pass that breaks the IR (every stage's result is
+    /// verified either way; release builds skip the rest for speed)
+    #[arg(long)]
+    pub verify_each: bool,
     /// Print the reference of every registered op (Markdown) and exit.
     #[arg(long, conflicts_with_all = ["input", "split_input_file", "verify_diagnostics"])]
     pub print_op_reference: bool,
@@ -284,6 +291,9 @@ pub fn run_opt(args: &OptArgs, stderr: &mut dyn Write) -> ExitCode {
     };
     let registry = registry();
     let context = MlirContext::new();
+    if args.verify_each {
+        context.set_verify_each(true);
+    }
     let mut failed = false;
     let mut outputs = Vec::new();
     let mut times: Vec<StepTime> = Vec::new();
@@ -505,7 +515,11 @@ fn process(
         }
         None => program,
     };
-    emit(args, program, graph.as_ref())
+    let llvm = match (&graph, pipeline) {
+        (Some(graph), Some(pipeline)) => jit_options(graph, pipeline),
+        _ => LlvmOptions::DEFAULT,
+    };
+    emit(args, program, graph.as_ref(), llvm)
 }
 
 /// `--fusion-report`: the pipeline up to its last fusion stage (or the conversion), then the
@@ -535,11 +549,13 @@ fn selection(all: bool, names: &[String]) -> Selection {
     }
 }
 
-/// The output text of `program` as `--emit` asks (an object file is written, giving no text).
+/// The output text of `program` as `--emit` asks (an object file is written, giving no text,
+/// compiled as `llvm` says).
 fn emit(
     args: &OptArgs,
     program: Program<'_>,
     graph: Option<&Module>,
+    llvm: LlvmOptions,
 ) -> Result<String, Vec<Diagnostic>> {
     let failure = |message: String| vec![Diagnostic::unlocated(message)];
     let default = match program {
@@ -573,7 +589,7 @@ fn emit(
                 .as_deref()
                 .ok_or_else(|| failure("--emit=obj needs -o FILE".into()))?;
             let _codegen = Activity::enter("llvm-codegen", &args_input_name(args), None);
-            write_object_file(&module, &signatures, 3, path)
+            write_object_file(&module, &signatures, llvm, path)
                 .map(|()| String::new())
                 .map_err(failure)
         }

@@ -19,7 +19,7 @@ use tessera::exec::tensor::{Tensor, TensorData};
 use tessera::frontend::{decode, load};
 use tessera::ir::Module;
 use tessera::mlir::alloc_counter;
-use tessera::mlir::compile::{compile, jit_opt_level};
+use tessera::mlir::compile::{compile, jit_options};
 use tessera::mlir::memref::HostBuffer;
 use tessera::mlir::pipeline::Pipeline;
 use tessera::mlir::MlirContext;
@@ -117,7 +117,7 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
         &module,
         &file,
         &pipeline,
-        jit_opt_level(&module, &pipeline),
+        jit_options(&module, &pipeline),
     )
     .map_err(|d| render_all(&d, &file))?;
     let input_buffers = inputs

@@ -282,6 +282,7 @@ pub fn run_upstream(
     stage: &str,
 ) -> Result<(), Vec<Diagnostic>> {
     let manager = PassManager::new(env.context.context());
+    manager.enable_verifier(env.context.verify_each());
     parse_pass_pipeline(
         manager.as_operation_pass_manager(),
         &format!("builtin.module({text})"),

@@ -7,7 +7,7 @@ use crate::bench::Mode;
 use std::fmt::Write;
 use std::time::Duration;
 use tessera::frontend::load;
-use tessera::mlir::compile::{compile, jit_opt_level};
+use tessera::mlir::compile::{compile, jit_options};
 use tessera::mlir::pipeline::Pipeline;
 use tessera::mlir::runner::StepTime;
 use tessera::mlir::MlirContext;
@@ -79,7 +79,7 @@ pub fn measure(modes: &[Mode], mut progress: impl FnMut(&str)) -> Result<Vec<Com
                 &module,
                 &file,
                 &pipeline,
-                jit_opt_level(&module, &pipeline),
+                jit_options(&module, &pipeline),
             )
             .map_err(|d| format!("the chain of {ops} ops does not compile: {d:?}"))?;
             runs.push(CompileRun {

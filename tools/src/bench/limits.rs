@@ -5,7 +5,7 @@
 
 use crate::bench::measure::{time_calls, Budget};
 use std::time::Duration;
-use tessera::mlir::jit::{Jit, Signature};
+use tessera::mlir::jit::{Jit, LlvmOptions, Signature};
 use tessera::mlir::memref::HostBuffer;
 use tessera::mlir::pipeline::Pipeline;
 use tessera::mlir::runner::{run_pipeline, Instrumentation};
@@ -109,7 +109,7 @@ fn compile_kernel(text: &str, name: &str, inputs: usize, outputs: usize) -> Resu
         params: vec![("input".to_string(), vector(inputs))],
         results: vec![vector(outputs)],
     };
-    let jit = Jit::new(&lowered, vec![signature], 3)
+    let jit = Jit::new(&lowered, vec![signature], LlvmOptions::DEFAULT)
         .ok_or_else(|| format!("the {name} kernel does not compile"))?;
     let buffer = |n: usize| {
         HostBuffer::zeroed(&vector(n)).ok_or_else(|| format!("cannot allocate {n} floats"))

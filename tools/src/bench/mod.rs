@@ -27,7 +27,7 @@ use tessera::exec::random::random_tensor;
 use tessera::exec::tensor::Tensor;
 use tessera::frontend::{decode, load};
 use tessera::mlir::alloc_counter;
-use tessera::mlir::compile::{compile, jit_opt_level};
+use tessera::mlir::compile::{compile, jit_options};
 use tessera::mlir::fusion_report::report_of_pipeline;
 use tessera::mlir::memref::{element_bytes, HostBuffer};
 use tessera::mlir::pipeline::Pipeline;
@@ -455,7 +455,7 @@ fn measure_workload(
         &module,
         &file,
         &pipeline,
-        jit_opt_level(&module, &pipeline),
+        jit_options(&module, &pipeline),
     )
     .map_err(|d| Failure::Diagnostics(render_all(&d, &file)))?;
     let tensors: Vec<Tensor> = func

@@ -1,9 +1,9 @@
-//! The LLVM optimization level a module is JIT-compiled at: 0 only for tiny modules that
-//! `tessera-vectorize` already vectorized, 3 otherwise.
+//! How LLVM compiles a module: at level 0 only for tiny modules that `tessera-vectorize`
+//! already vectorized, 3 otherwise; loops unrolled unless the pipeline optimizes nothing.
 
 use crate::common::load_text;
 use tessera::ir::Module;
-use tessera::mlir::compile::jit_opt_level;
+use tessera::mlir::compile::{jit_opt_level, jit_options};
 use tessera::mlir::pipeline::Pipeline;
 use tessera_tools::bench::workloads::builtin;
 
@@ -24,4 +24,16 @@ fn only_tiny_vectorized_modules_skip_llvm_optimization() {
     // Without tessera-vectorize, LLVM's own vectorizer is all the vectorization there is.
     assert_eq!(jit_opt_level(&tiny, &Pipeline::preset(0, true)), 3);
     assert_eq!(jit_opt_level(&tiny, &Pipeline::preset(2, true)), 3);
+}
+
+#[test]
+fn llvm_unrolls_loops_unless_the_pipeline_is_op_by_op() {
+    let batch = workload("w1_b64");
+    assert!(!jit_options(&batch, &Pipeline::preset(0, true)).unroll);
+    for level in 1..=3 {
+        assert!(jit_options(&batch, &Pipeline::preset(level, true)).unroll, "-O{level}");
+    }
+    // -O3 --no-fusion still tiles and vectorizes.
+    assert!(jit_options(&batch, &Pipeline::preset(3, false)).unroll);
+    assert_eq!(jit_options(&batch, &Pipeline::preset(3, true)).level, 3);
 }

@@ -10,7 +10,7 @@ use tessera::exec::interpret::interpret;
 use tessera::exec::random::random_tensor;
 use tessera::frontend::{decode, load};
 use tessera::mlir::alloc_counter;
-use tessera::mlir::compile::{compile, jit_opt_level};
+use tessera::mlir::compile::{compile, jit_options};
 use tessera::mlir::pipeline::Pipeline;
 use tessera::mlir::MlirContext;
 use tessera_tools::registry;
@@ -44,9 +44,9 @@ fn every_model_matches_the_reference_interpreter() {
             let mut pipeline = Pipeline::preset(level, fusion).with_threads(threads);
             // Split every parallel loop, however little work it has, to test the split.
             pipeline.set_option("tessera-parallelize", "min-work", "1");
-            // At the LLVM level the tools use: 0 for tiny vectorized modules, else 3.
-            let level = jit_opt_level(&module, &pipeline);
-            let (jit, _) = compile(&context, &module, &file, &pipeline, level)
+            // At the LLVM options the tools use (level 0 for tiny vectorized modules, else 3).
+            let llvm = jit_options(&module, &pipeline);
+            let (jit, _) = compile(&context, &module, &file, &pipeline, llvm)
                 .unwrap_or_else(|d| panic!("{name} {preset} does not compile: {d:?}"));
             if jit.threads() == THREADS {
                 threaded.push(format!("{name} {preset}"));

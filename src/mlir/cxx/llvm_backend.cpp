@@ -1,0 +1,424 @@
+//! tessera's LLVM back end: a module in the LLVM dialect becomes machine code, in memory (an
+//! ORC JIT) or in an object file, with the optimization pipeline and code generation under
+//! tessera's control: identical functions merged first, loop unrolling only where asked, and
+//! the module split into parts that are compiled on separate threads.
+
+#include "mlir/CAPI/IR.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h"
+#include "llvm/ExecutionEngine/SectionMemoryManager.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SmallVectorMemoryBuffer.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Transforms/IPO/MergeFunctions.h"
+#include "llvm/Transforms/Utils/SplitModule.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+/// How a module is optimized and compiled.
+struct Options {
+  /// The optimization level of LLVM's IR pipeline, 0 to 3.
+  unsigned level;
+  /// Whether LLVM's loop unrolling (full, partial and runtime) runs.
+  bool unroll;
+};
+
+/// A heap copy of `message` for the caller, who frees it with `tesseraBackendFreeMessage`.
+char *copyMessage(const std::string &message) {
+  char *copy = static_cast<char *>(std::malloc(message.size() + 1));
+  std::memcpy(copy, message.c_str(), message.size() + 1);
+  return copy;
+}
+
+void initializeTarget() {
+  static bool initialized = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    return true;
+  }();
+  (void)initialized;
+}
+
+/// A target machine for the host, PIC (so objects link into executables and shared
+/// libraries alike). The code generator runs at its default level whatever the IR's: at
+/// `None` its fast register allocator spilled every vector of the seed MLP at batch 1 (16
+/// against 7 µs a call, for 15 ms less compile time), and `Aggressive` gained nothing.
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostMachine() {
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder)
+    return builder.takeError();
+  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
+  builder->setRelocationModel(llvm::Reloc::PIC_);
+  return builder->createTargetMachine();
+}
+
+/// For every C interface `_mlir_ciface_F` of the module, `_mlir__mlir_ciface_F(void **args)`:
+/// each argument read through its pointer in `args`, a result (if any) stored through the
+/// pointer after them. The same convention as MLIR's ExecutionEngine.
+void addPackedInterfaces(llvm::Module &module) {
+  std::vector<llvm::Function *> interfaces;
+  for (llvm::Function &function : module)
+    if (!function.isDeclaration() && function.getName().starts_with("_mlir_ciface_"))
+      interfaces.push_back(&function);
+  llvm::LLVMContext &context = module.getContext();
+  llvm::Type *pointer = llvm::PointerType::getUnqual(context);
+  for (llvm::Function *interface : interfaces) {
+    auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(context), {pointer}, false);
+    auto *packed = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage,
+                                          "_mlir_" + interface->getName(), module);
+    llvm::IRBuilder<> builder(llvm::BasicBlock::Create(context, "entry", packed));
+    llvm::Value *arguments = packed->getArg(0);
+    std::vector<llvm::Value *> unpacked;
+    for (llvm::Argument &parameter : interface->args()) {
+      llvm::Value *slot = builder.CreateConstGEP1_64(pointer, arguments, parameter.getArgNo());
+      llvm::Value *address = builder.CreateLoad(pointer, slot);
+      unpacked.push_back(builder.CreateLoad(parameter.getType(), address));
+    }
+    llvm::Value *result = builder.CreateCall(interface, unpacked);
+    if (!interface->getReturnType()->isVoidTy()) {
+      llvm::Value *slot = builder.CreateConstGEP1_64(pointer, arguments, interface->arg_size());
+      builder.CreateStore(result, builder.CreateLoad(pointer, slot));
+    }
+    builder.CreateRetVoid();
+  }
+}
+
+/// Merges identical functions of `module`: a model's repeated layers outline into identical
+/// kernels (58 functions become 40 on the two-layer GPT block).
+void mergeFunctions(llvm::Module &module) {
+  llvm::ModuleAnalysisManager modules;
+  llvm::PassBuilder().registerModuleAnalyses(modules);
+  llvm::ModulePassManager passes;
+  passes.addPass(llvm::MergeFunctionsPass());
+  passes.run(module, modules);
+}
+
+/// Runs LLVM's optimization pipeline at `options.level` on `module`.
+void optimize(llvm::Module &module, llvm::TargetMachine &machine, const Options &options) {
+  // As clang at -O2 and above (and MLIR's ExecutionEngine): both vectorizers on. The SLP
+  // vectorizer is off by default, and the seed MLP at batch 1 ran 2.2x slower without it.
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  tuning.LoopUnrolling = options.unroll;
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager sccs;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PassBuilder builder(&machine, tuning);
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(sccs);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, sccs, modules);
+  llvm::ModulePassManager passes;
+  switch (options.level) {
+  case 0:
+    passes.addPass(builder.buildO0DefaultPipeline(llvm::OptimizationLevel::O0));
+    break;
+  case 1:
+    passes.addPass(builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O1));
+    break;
+  case 2:
+    passes.addPass(builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2));
+    break;
+  default:
+    passes.addPass(builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3));
+    break;
+  }
+  passes.run(module, modules);
+}
+
+/// Milliseconds spent in each phase (translation, optimization, code generation), written
+/// into the caller's array when it gave one.
+class Stopwatch {
+public:
+  explicit Stopwatch(double *phases) : phases(phases), last(std::chrono::steady_clock::now()) {}
+
+  /// Adds the time since the previous lap to phases `first` (at most `firstMs` of it) and
+  /// `second` (the rest).
+  void lap(size_t first, double firstMs, size_t second) {
+    auto now = std::chrono::steady_clock::now();
+    double elapsed = std::chrono::duration<double, std::milli>(now - last).count();
+    if (phases) {
+      phases[first] += std::min(firstMs, elapsed);
+      phases[second] += elapsed - std::min(firstMs, elapsed);
+    }
+    last = now;
+  }
+
+  /// Adds the time since the previous lap to phase `index`.
+  void lap(size_t index) {
+    auto now = std::chrono::steady_clock::now();
+    if (phases)
+      phases[index] += std::chrono::duration<double, std::milli>(now - last).count();
+    last = now;
+  }
+
+private:
+  double *phases;
+  std::chrono::steady_clock::time_point last;
+};
+
+/// The LLVM IR of `operation` (a module in the LLVM dialect) for `machine`, with packed
+/// interfaces when `packed`; null with `error` set when it does not translate.
+std::unique_ptr<llvm::Module> translate(MlirOperation operation, llvm::LLVMContext &context,
+                                        llvm::TargetMachine &machine, bool packed,
+                                        std::string &error) {
+  std::unique_ptr<llvm::Module> module = mlir::translateModuleToLLVMIR(unwrap(operation), context);
+  if (!module) {
+    error = "the module does not translate to LLVM IR";
+    return nullptr;
+  }
+  module->setDataLayout(machine.createDataLayout());
+  module->setTargetTriple(machine.getTargetTriple().str());
+  if (packed)
+    addPackedInterfaces(*module);
+  return module;
+}
+
+/// Machine code for `module` as an object file in memory.
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+emitObject(llvm::Module &module, llvm::TargetMachine &machine) {
+  llvm::SmallVector<char, 0> bytes;
+  llvm::raw_svector_ostream stream(bytes);
+  llvm::legacy::PassManager passes;
+  if (machine.addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return llvm::createStringError("the target cannot emit object files");
+  passes.run(module);
+  return std::make_unique<llvm::SmallVectorMemoryBuffer>(std::move(bytes), module.getName(),
+                                                         false);
+}
+
+/// Milliseconds since `start`.
+double millisecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+/// Object files for `module`, optimized and compiled as `options` say: identical functions
+/// merged, the whole module optimized (its kernels are internal: LLVM drops their dead
+/// arguments and specializes them to their one caller), then split into up to `parts` modules
+/// (round robin over its functions) compiled on as many threads, each in its own LLVM context
+/// with its own target machine (neither is thread-safe). Optimizing the parts on the threads
+/// too made the kernels external and gained nothing overall (GPT block: -O3 5% faster, -O0
+/// 5% slower).
+/// `optimizing` receives the milliseconds of the optimization.
+llvm::Expected<std::vector<std::unique_ptr<llvm::MemoryBuffer>>>
+compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options &options,
+               unsigned parts, double &optimizing) {
+  mergeFunctions(module);
+  unsigned defined = 0;
+  for (llvm::Function &function : module)
+    defined += !function.isDeclaration();
+  auto start = std::chrono::steady_clock::now();
+  optimize(module, machine, options);
+  optimizing = millisecondsSince(start);
+  std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects;
+  if (parts <= 1 || defined <= 1) {
+    auto object = emitObject(module, machine);
+    if (!object)
+      return object.takeError();
+    objects.push_back(std::move(*object));
+    return objects;
+  }
+  std::vector<llvm::SmallVector<char, 0>> bitcode;
+  llvm::SplitModule(
+      module, parts,
+      [&](std::unique_ptr<llvm::Module> part) {
+        llvm::SmallVector<char, 0> bytes;
+        llvm::raw_svector_ostream stream(bytes);
+        llvm::WriteBitcodeToFile(*part, stream);
+        bitcode.push_back(std::move(bytes));
+      },
+      /*PreserveLocals=*/false, /*RoundRobin=*/true);
+  objects.resize(bitcode.size());
+  std::vector<std::string> errors(bitcode.size());
+  std::vector<std::thread> threads;
+  for (size_t index = 0; index < bitcode.size(); ++index) {
+    threads.emplace_back([&, index] {
+      llvm::LLVMContext context;
+      llvm::MemoryBufferRef buffer(llvm::StringRef(bitcode[index].data(), bitcode[index].size()),
+                                   "part");
+      auto part = llvm::parseBitcodeFile(buffer, context);
+      if (!part) {
+        errors[index] = llvm::toString(part.takeError());
+        return;
+      }
+      auto partMachine = hostMachine();
+      if (!partMachine) {
+        errors[index] = llvm::toString(partMachine.takeError());
+        return;
+      }
+      auto object = emitObject(**part, **partMachine);
+      if (!object) {
+        errors[index] = llvm::toString(object.takeError());
+        return;
+      }
+      objects[index] = std::move(*object);
+    });
+  }
+  for (std::thread &thread : threads)
+    thread.join();
+  for (const std::string &error : errors)
+    if (!error.empty())
+      return llvm::createStringError(error);
+  return objects;
+}
+
+} // namespace
+
+/// A compiled module in memory.
+struct TesseraJit {
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+};
+
+/// An address the compiled code may call by name.
+struct TesseraSymbol {
+  const char *name;
+  void *address;
+};
+
+extern "C" {
+
+/// Compiles `operation` (a module in the LLVM dialect) at LLVM level `level` (loop unrolling
+/// when `unroll`) into memory on up to `threads` threads; calls to `symbols` resolve to the
+/// addresses given, other external names to the process's. The milliseconds of translation,
+/// optimization and code generation are added to `phases[0..3]`. Returns null with `*error`
+/// set on failure.
+TesseraJit *tesseraJitCompile(MlirOperation operation, unsigned level, bool unroll,
+                              unsigned threads, const TesseraSymbol *symbols, size_t symbolCount,
+                              double *phases, char **error) {
+  Stopwatch watch(phases);
+  initializeTarget();
+  Options options{level, unroll};
+  auto fail = [&](const std::string &message) -> TesseraJit * {
+    *error = copyMessage(message);
+    return nullptr;
+  };
+  auto machine = hostMachine();
+  if (!machine)
+    return fail(llvm::toString(machine.takeError()));
+  llvm::LLVMContext context;
+  std::string message;
+  std::unique_ptr<llvm::Module> module = translate(operation, context, **machine, true, message);
+  if (!module)
+    return fail(message);
+  watch.lap(0);
+  double optimizing = 0;
+  auto objects = compileObjects(*module, **machine, options, threads, optimizing);
+  watch.lap(1, optimizing, 2);
+  if (!objects)
+    return fail(llvm::toString(objects.takeError()));
+  auto target = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!target)
+    return fail(llvm::toString(target.takeError()));
+  auto jit =
+      llvm::orc::LLJITBuilder()
+          .setJITTargetMachineBuilder(std::move(*target))
+          .setObjectLinkingLayerCreator([](llvm::orc::ExecutionSession &session,
+                                           const llvm::Triple &) {
+            return std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+                session, [] { return std::make_unique<llvm::SectionMemoryManager>(); });
+          })
+          .create();
+  if (!jit)
+    return fail(llvm::toString(jit.takeError()));
+  llvm::orc::JITDylib &library = (*jit)->getMainJITDylib();
+  llvm::orc::SymbolMap defined;
+  for (size_t index = 0; index < symbolCount; ++index)
+    defined[(*jit)->mangleAndIntern(symbols[index].name)] = {
+        llvm::orc::ExecutorAddr::fromPtr(symbols[index].address),
+        llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
+  if (llvm::Error failure = library.define(llvm::orc::absoluteSymbols(std::move(defined))))
+    return fail(llvm::toString(std::move(failure)));
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
+  if (!process)
+    return fail(llvm::toString(process.takeError()));
+  library.addGenerator(std::move(*process));
+  for (auto &object : *objects)
+    if (llvm::Error failure = (*jit)->addObjectFile(std::move(object)))
+      return fail(llvm::toString(std::move(failure)));
+  watch.lap(2);
+  return new TesseraJit{std::move(*jit)};
+}
+
+/// The address of `name` in `jit` (linking the code on first use), or null.
+void *tesseraJitLookup(TesseraJit *jit, const char *name) {
+  auto address = jit->jit->lookup(name);
+  if (!address) {
+    llvm::consumeError(address.takeError());
+    return nullptr;
+  }
+  return address->toPtr<void *>();
+}
+
+/// Releases `jit` and its code.
+void tesseraJitDestroy(TesseraJit *jit) { delete jit; }
+
+/// Compiles `operation` at LLVM level `level` (loop unrolling when `unroll`) into the object
+/// file `path`. Returns false with `*error` set on failure.
+bool tesseraWriteObjectFile(MlirOperation operation, unsigned level, bool unroll,
+                            const char *path, char **error) {
+  initializeTarget();
+  Options options{level, unroll};
+  auto machine = hostMachine();
+  if (!machine) {
+    *error = copyMessage(llvm::toString(machine.takeError()));
+    return false;
+  }
+  llvm::LLVMContext context;
+  std::string message;
+  std::unique_ptr<llvm::Module> module = translate(operation, context, **machine, false, message);
+  if (!module) {
+    *error = copyMessage(message);
+    return false;
+  }
+  double optimizing = 0;
+  auto objects = compileObjects(*module, **machine, options, 1, optimizing);
+  if (!objects) {
+    *error = copyMessage(llvm::toString(objects.takeError()));
+    return false;
+  }
+  std::error_code failure;
+  llvm::raw_fd_ostream file(path, failure);
+  if (failure) {
+    *error = copyMessage("cannot write '" + std::string(path) + "': " + failure.message());
+    return false;
+  }
+  file << objects->front()->getBuffer();
+  file.close();
+  if (file.has_error()) {
+    *error = copyMessage("cannot write '" + std::string(path) + "'");
+    file.clear_error();
+    return false;
+  }
+  return true;
+}
+
+/// Frees a message returned by the functions above.
+void tesseraBackendFreeMessage(char *message) { std::free(message); }
+}
