@@ -12,8 +12,8 @@ use crate::mlir::bf16_conversions::{trunc_f32_to_bf16, trunc_f64_to_bf16};
 use crate::mlir::llvm::translates_to_llvm_ir;
 use crate::mlir::memref::HostBuffer;
 use crate::mlir::memref_copy::memref_copy;
-use crate::types::TensorType;
 use crate::mlir::walk::walk;
+use crate::types::TensorType;
 use melior::ir::attribute::IntegerAttribute;
 use mlir_sys::MlirOperation;
 use std::ffi::{c_char, CStr, CString};
@@ -175,7 +175,12 @@ fn runtime_symbols() -> Vec<(CString, *mut ())> {
     symbols.extend(async_runtime::symbols());
     symbols
         .into_iter()
-        .map(|(name, address)| (CString::new(name).expect("no NUL in a symbol name"), address))
+        .map(|(name, address)| {
+            (
+                CString::new(name).expect("no NUL in a symbol name"),
+                address,
+            )
+        })
         .collect()
 }
 
@@ -190,7 +195,9 @@ fn defines(llvm_module: &melior::ir::Module<'_>, name: &str) -> bool {
     walk(llvm_module, |op| {
         found |= op.name() == "llvm.func"
             && op.has_body()
-            && op.attribute("sym_name").is_some_and(|n| n.to_string() == format!("\"{name}\""));
+            && op
+                .attribute("sym_name")
+                .is_some_and(|n| n.to_string() == format!("\"{name}\""));
     });
     found
 }

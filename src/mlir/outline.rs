@@ -9,6 +9,7 @@ use crate::diag::Diagnostic;
 use crate::mlir::schedule::{apply_schedule, SCHEDULE_HEAD, SCHEDULE_TAIL};
 use crate::mlir::stages::{run_upstream, StageEnv};
 use crate::mlir::walk::{walk, WalkedOp};
+use melior::ir::attribute::FlatSymbolRefAttribute;
 use melior::ir::Attribute;
 use melior::ir::Module;
 
@@ -62,5 +63,60 @@ pub fn outline_kernels(
     // The outlined loops take what they read from outside as arguments, their bounds
     // included: constants are propagated back in (the kernels are private, so SCCP sees every
     // call), and LLVM knows the trip counts again.
-    run_upstream(env, module, "sccp,canonicalize", stage)
+    run_upstream(env, module, "sccp,canonicalize", stage)?;
+    merge_identical_kernels(env, module);
+    Ok(())
+}
+
+/// Keeps one kernel of each set of identical ones (the same text but for the name: a model's
+/// repeated layers outline into the same loop nests), calls redirected to it. Everything after
+/// outlining then lowers, translates and compiles each only once: on the two-layer GPT block
+/// op by op, 151 kernels are 45 different ones.
+fn merge_identical_kernels(env: &StageEnv<'_, '_>, module: &Module<'_>) {
+    let mut first_of_body: std::collections::HashMap<String, String> = Default::default();
+    let mut replacement: std::collections::HashMap<String, String> = Default::default();
+    let mut duplicates = Vec::new();
+    let module_op = module.as_operation().to_raw();
+    walk(module, |op| {
+        let top_level = op.parent().is_some_and(|p| p.raw().ptr == module_op.ptr);
+        if !top_level || op.name() != "func.func" {
+            return;
+        }
+        let Some(name) = op
+            .attribute("sym_name")
+            .map(|n| n.to_string().trim_matches('"').to_string())
+            .filter(|n| n.starts_with(KERNEL_NAME))
+        else {
+            return;
+        };
+        let Some(text) = op.text() else {
+            return;
+        };
+        let body = text.replacen(&format!("@{name}("), "@(", 1);
+        match first_of_body.get(&body) {
+            Some(first) => {
+                replacement.insert(format!("@{name}"), first.clone());
+                duplicates.push(WalkedOp::from_raw(op.raw()));
+            }
+            None => {
+                first_of_body.insert(body, name);
+            }
+        }
+    });
+    if duplicates.is_empty() {
+        return;
+    }
+    let ctx = env.context.context();
+    walk(module, |op| {
+        if op.name() != "func.call" {
+            return;
+        }
+        let callee = op.attribute("callee").map(|c| c.to_string());
+        if let Some(first) = callee.and_then(|c| replacement.get(&c)) {
+            op.set_attribute("callee", FlatSymbolRefAttribute::new(ctx, first).into());
+        }
+    });
+    for duplicate in duplicates {
+        duplicate.erase();
+    }
 }

@@ -463,6 +463,17 @@ impl<'c> WalkedOp<'c> {
         }
     }
 
+    /// The operation in MLIR's textual form (without locations), its values numbered within
+    /// it alone (MLIR would otherwise number the whole module for every operation printed);
+    /// `None` when it does not print.
+    pub fn text(&self) -> Option<String> {
+        let flags = melior::ir::operation::OperationPrintingFlags::new().use_local_scope();
+        // SAFETY: the handle is a live operation of the module; printing only reads it.
+        unsafe { melior::ir::OperationRef::from_raw(self.raw) }
+            .to_string_with_flags(flags)
+            .ok()
+    }
+
     /// Removes this operation, which must have no results in use. Call it outside a walk.
     pub fn erase(&self) {
         // SAFETY: the operation is owned by its block; destroying it unlinks it first, and

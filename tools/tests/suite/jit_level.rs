@@ -31,7 +31,10 @@ fn llvm_unrolls_loops_unless_the_pipeline_is_op_by_op() {
     let batch = workload("w1_b64");
     assert!(!jit_options(&batch, &Pipeline::preset(0, true)).unroll);
     for level in 1..=3 {
-        assert!(jit_options(&batch, &Pipeline::preset(level, true)).unroll, "-O{level}");
+        assert!(
+            jit_options(&batch, &Pipeline::preset(level, true)).unroll,
+            "-O{level}"
+        );
     }
     // -O3 --no-fusion still tiles and vectorizes.
     assert!(jit_options(&batch, &Pipeline::preset(3, false)).unroll);
