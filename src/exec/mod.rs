@@ -8,5 +8,6 @@ pub mod interpret;
 pub mod math;
 pub mod npy;
 pub mod random;
+pub mod sensitivity;
 pub mod tensor;
 pub mod testing;

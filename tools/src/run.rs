@@ -15,6 +15,7 @@ use tessera::exec::compare::{compare, Tolerance};
 use tessera::exec::interpret::{interpret, MAX_ELEMENTS};
 use tessera::exec::npy::{read_npy, write_npy};
 use tessera::exec::random::random_tensor;
+use tessera::exec::sensitivity::sensitivity;
 use tessera::exec::tensor::{Tensor, TensorData};
 use tessera::frontend::{decode, load};
 use tessera::ir::Module;
@@ -93,6 +94,10 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> ExitCode
     }
 }
 
+/// How many times the reference's own movement under one-ulp input changes a difference may
+/// be and still pass: compiled code rounds about as often as the reference, in other places.
+const SENSITIVITY_MARGIN: f64 = 2.0;
+
 /// The run; `Ok(false)` when the comparison with the reference failed.
 fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
     let path = args.model.display().to_string();
@@ -163,16 +168,31 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
         let reference = interpret(&module, entry, &inputs)
             .map_err(|e| format!("tessera-run: error: reference interpreter: {e}"))?;
         let reference_time = start.elapsed();
+        let mut noise_floor: Option<Option<Vec<f64>>> = None;
         for (i, (got, want)) in results.iter().zip(&reference).enumerate() {
             let tolerance = Tolerance::for_function(&module, entry);
             let c = compare(got, want, tolerance);
-            agree &= c.pass;
+            let mut verdict = if c.pass { "PASS" } else { "FAIL" }.to_string();
+            if !c.pass && got.ty == want.ty {
+                // A difference the model itself makes of one rounding is no miscompilation.
+                let floor = noise_floor
+                    .get_or_insert_with(|| sensitivity(&module, entry, &inputs, &reference))
+                    .as_ref()
+                    .map(|changes| changes[i]);
+                if let Some(change) =
+                    floor.filter(|&change| c.max_abs <= SENSITIVITY_MARGIN * change)
+                {
+                    verdict = format!(
+                        "PASS within the model's sensitivity (inputs moved by one ulp move the reference by up to {change:.3e})"
+                    );
+                }
+            }
+            agree &= verdict.starts_with("PASS");
             let _ = writeln!(
                 report,
-                "reference {i}: max abs error {:.3e}, max rel error {:.3e} ({tolerance}): {}",
+                "reference {i}: max abs error {:.3e}, max rel error {:.3e} ({tolerance}): {verdict}",
                 c.max_abs,
                 c.max_rel,
-                if c.pass { "PASS" } else { "FAIL" }
             );
         }
         let _ = writeln!(report, "reference interpreter: {}", ms(reference_time));

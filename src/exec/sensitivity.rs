@@ -1,0 +1,93 @@
+//! How far a function's reference results move when its float inputs move by one unit in the
+//! last place: the noise floor of a comparison. Compiled code rounds in other places than the
+//! reference (an f32 accumulator, a fused kernel), differences of the size of one rounding of
+//! the element type; a model that amplifies them (a deep bf16 network whose activations grow
+//! tenfold per layer, then a sigmoid) turns them into differences far above the type's
+//! tolerance, which no compiler could avoid. Perturbing the inputs by one ulp and measuring how
+//! far the reference itself moves tells such a model from a miscompilation.
+
+use crate::exec::interpret::interpret;
+use crate::exec::tensor::{significand_bits, Tensor, TensorData};
+use crate::ir::Module;
+use crate::number::round_to;
+
+/// The perturbed runs of the reference: each moves every float input by one ulp, up or down
+/// at random, with a seed of its own.
+const RUNS: u64 = 2;
+
+/// `tensor` with every float element moved by one ulp of its type, up or down as `seed`'s
+/// stream says (integers and booleans stay).
+fn perturbed(tensor: &Tensor, seed: u64) -> Tensor {
+    let TensorData::Float(values) = &tensor.data else {
+        return tensor.clone();
+    };
+    let bits = significand_bits(tensor.ty.element) as i32;
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let moved = values.iter().map(|&v| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        if !v.is_finite() || v == 0.0 {
+            return v;
+        }
+        // One ulp of |v| in a type with `bits` significant bits.
+        let ulp = 2f64.powi(v.abs().log2().floor() as i32 - (bits - 1));
+        let step = if state & 1 == 0 { ulp } else { -ulp };
+        round_to(v + step, tensor.ty.element)
+    });
+    Tensor::from_f64(&tensor.ty, moved.collect::<Vec<_>>())
+}
+
+/// For each result of function `func` of `module` on `inputs` (whose reference results are
+/// `reference`), the largest absolute change of an element when the float inputs move by one
+/// ulp; `None` when a perturbed run fails (a perturbed input can leave an op's domain).
+pub fn sensitivity(
+    module: &Module,
+    func: usize,
+    inputs: &[Tensor],
+    reference: &[Tensor],
+) -> Option<Vec<f64>> {
+    let mut largest = vec![0.0f64; reference.len()];
+    for run in 0..RUNS {
+        let moved: Vec<Tensor> = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, t)| perturbed(t, run * 1_000_003 + i as u64 + 1))
+            .collect();
+        let results = interpret(module, func, &moved).ok()?;
+        for ((change, got), want) in largest.iter_mut().zip(&results).zip(reference) {
+            for i in 0..got.len().min(want.len()) {
+                let (g, w) = (got.get_f64(i), want.get_f64(i));
+                if g.is_finite() && w.is_finite() {
+                    *change = change.max((g - w).abs());
+                }
+            }
+        }
+    }
+    Some(largest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{ElementType, TensorType};
+
+    #[test]
+    fn every_element_moves_by_one_ulp_of_its_type() {
+        let ty = TensorType::new(vec![4], ElementType::BF16);
+        let tensor = Tensor::from_f64(&ty, vec![1.0, -3.0, 0.0, 256.0]);
+        let moved = perturbed(&tensor, 7);
+        let TensorData::Float(values) = &moved.data else {
+            panic!("floats stay floats");
+        };
+        // bf16 has 8 significant bits: one ulp is 2^-7 at 1, 2^-6 at 3, 2 at 256.
+        for (&got, (want, ulp)) in values.iter().zip([
+            (1.0, 2f64.powi(-7)),
+            (-3.0, 2f64.powi(-6)),
+            (0.0, 0.0),
+            (256.0, 2.0),
+        ]) {
+            assert_eq!((got - want).abs(), ulp, "{want} moved to {got}");
+        }
+    }
+}
