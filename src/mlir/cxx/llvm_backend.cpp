@@ -19,6 +19,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SmallVectorMemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
@@ -56,6 +57,16 @@ void initializeTarget() {
   static bool initialized = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    // LLVM's unroller at -O3 allows 300 instructions, four times that when it expects the
+    // unrolled copies to fold: on vectorized kernels of small shapes (a causal softmax over
+    // rows of 7) it unrolled whole loop nests into one block of 900 vector instructions, and
+    // the code generator, superlinear in a block's size, took 0.34 s for that one kernel.
+    // The -O2 threshold without the boost leaves run times as they were (tessera-bench -O3,
+    // W1-W6 within noise) and halves the code of the GPT block. These are the process's LLVM
+    // options; nothing else in tessera parses any.
+    const char *arguments[] = {"tessera", "-unroll-threshold=150",
+                               "-unroll-max-percent-threshold-boost=100"};
+    llvm::cl::ParseCommandLineOptions(3, arguments, "", &llvm::errs());
     return true;
   }();
   (void)initialized;
