@@ -45,8 +45,8 @@ const SCHEDULE: &str = r#"module attributes {transform.with_named_sequence} {
       transform.apply_patterns.vector.transfer_permutation_patterns
       transform.apply_patterns.canonicalization
     } : !transform.any_op
-    transform.apply_cse to %funcs : !transform.any_op
     %loops = transform.structured.match ops{["scf.for"]} in %root : (!transform.any_op) -> !transform.any_op
+    transform.apply_cse to %loops : !transform.any_op
     transform.foreach %loops : !transform.any_op {
     ^bb0(%loop: !transform.any_op):
       transform.loop.hoist_loop_invariant_subsets %loop : !transform.any_op
