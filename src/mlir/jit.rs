@@ -9,7 +9,6 @@ use crate::ir::Module;
 use crate::mlir::alloc_counter::{mlir_aligned_alloc, mlir_alloc, mlir_free};
 use crate::mlir::async_runtime;
 use crate::mlir::bf16_conversions::{trunc_f32_to_bf16, trunc_f64_to_bf16};
-use crate::mlir::llvm::translates_to_llvm_ir;
 use crate::mlir::memref::HostBuffer;
 use crate::mlir::memref_copy::memref_copy;
 use crate::mlir::walk::walk;
@@ -90,11 +89,12 @@ pub enum RunError {
     Invoke(String),
 }
 
-/// How LLVM compiles a module: the optimization level of its IR pipeline and code
-/// generator, and whether its loop unrolling runs (see `compile::jit_options`).
+/// How LLVM compiles a module: the optimization level of its IR pipeline (the code generator
+/// always runs at its default level) and whether its loop unrolling runs (see
+/// `compile::jit_options`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LlvmOptions {
-    /// LLVM's optimization level, 0 to 3.
+    /// The level of LLVM's IR pipeline, 0 to 3.
     pub level: u32,
     /// Whether LLVM unrolls loops (full, partial and runtime unrolling).
     pub unroll: bool,
@@ -213,9 +213,6 @@ pub fn write_object_file(
     options: LlvmOptions,
     path: &std::path::Path,
 ) -> Result<(), String> {
-    if !translates_to_llvm_ir(llvm_module) {
-        return Err("the lowered module does not translate to LLVM IR".into());
-    }
     if let Some(missing) = signatures
         .iter()
         .find(|s| !defines(llvm_module, &format!("_mlir_ciface_{}", s.name)))
@@ -225,7 +222,8 @@ pub fn write_object_file(
     let text = path.to_str().ok_or("the output path is not UTF-8")?;
     let c_path = CString::new(text).map_err(|_| "the output path holds a NUL byte")?;
     let mut error = std::ptr::null_mut();
-    // SAFETY: the module is live and fully in the LLVM dialect (checked above); the path is a
+    // SAFETY: the module is live (a module the back end cannot translate is reported, not
+    // compiled); the path is a
     // NUL-terminated string that outlives the call; an error message is taken over below.
     let written = unsafe {
         tesseraWriteObjectFile(
@@ -257,18 +255,15 @@ pub struct Jit {
 pub const THREADS_ATTRIBUTE: &str = "tessera.threads";
 
 impl Jit {
-    /// Compiles `llvm_module` (fully in the LLVM dialect) whose functions have `signatures`;
-    /// Returns `None` when the module does not translate to LLVM IR (checked first: the
-    /// engine itself reports no failure and would crash on such a module).
-    /// LLVM compiles it as `options` say, its code generator on one thread per core.
+    /// Compiles `llvm_module` (fully in the LLVM dialect) whose functions have `signatures`,
+    /// as `options` say, its code generator on one thread per core. Returns `None` when the
+    /// module does not translate to LLVM IR (the back end translates it first and stops
+    /// there) or lacks an entry point.
     pub fn new(
         llvm_module: &melior::ir::Module<'_>,
         signatures: Vec<Signature>,
         options: LlvmOptions,
     ) -> Option<Jit> {
-        if !translates_to_llvm_ir(llvm_module) {
-            return None;
-        }
         let symbols = runtime_symbols();
         let table: Vec<BackendSymbol> = symbols
             .iter()
@@ -279,7 +274,7 @@ impl Jit {
             .collect();
         let mut error = std::ptr::null_mut();
         let mut phases = [0.0f64; 3];
-        // SAFETY: the module is live and translates to LLVM IR (checked above); `phases` has
+        // SAFETY: the module is live (one that does not translate is reported); `phases` has
         // the three entries the back end adds to; the symbol
         // table points to NUL-terminated names and to functions with the C signatures
         // compiled code declares for them (`_mlir_memref_to_llvm_alloc(size)`,

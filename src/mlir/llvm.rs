@@ -27,12 +27,6 @@ pub fn llvm_ir(module: &Module<'_>) -> Option<String> {
     })
 }
 
-/// Whether `module` translates to LLVM IR: how the JIT knows a module is safe to compile (the
-/// engine reports no failure and would crash on such a module). Nothing is printed.
-pub fn translates_to_llvm_ir(module: &Module<'_>) -> bool {
-    with_translation(module, |_| ()).is_some()
-}
-
 /// `use_module` applied to the LLVM translation of `module`, or `None` when it does not
 /// translate.
 fn with_translation<T>(
