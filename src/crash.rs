@@ -80,7 +80,7 @@ impl Activity {
         let reproducer = reproducer.and_then(|(path, text)| {
             let c_path = CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
             context.push_str(&format!(
-                "{tool}: note: the input of '{step}' is saved in {}\n",
+                "{tool}: note: a reproducer of '{step}' is saved in {}\n",
                 path.display()
             ));
             Some((c_path, text.into_bytes()))

@@ -9,7 +9,7 @@
 // the command, and the reproducer that reruns the step; exit status 3.
 // CHECK: tessera-opt: internal error: signal SIGSEGV (invalid memory access) while running 'buffer-results-to-out-params' on {{.*}}upstream_crash.mlir
 // CHECK-NEXT: tessera-opt: note: the command was: {{.*}}tessera-opt {{.*}}upstream_crash.mlir
-// CHECK-NEXT: tessera-opt: note: the input of 'buffer-results-to-out-params' is saved in {{.*}}tessera-reproducer-{{[0-9]+}}-buffer-results-to-out-params.mlir
+// CHECK-NEXT: tessera-opt: note: a reproducer of 'buffer-results-to-out-params' is saved in {{.*}}tessera-reproducer-{{[0-9]+}}-buffer-results-to-out-params.mlir
 // CHECK-NEXT: tessera-opt: note: this is a bug in tessera (or in MLIR/LLVM), not in the input: please report it with the reproducer
 
 // SAVED: // Run: tessera-opt {{.*}} --pass-pipeline='builtin.module(buffer-results-to-out-params{hoist-static-allocs})'

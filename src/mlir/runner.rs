@@ -59,7 +59,7 @@ pub struct PipelineFailure {
     pub step: String,
     /// What went wrong, located in the source where possible.
     pub diagnostics: Vec<Diagnostic>,
-    /// The input of the failing step and the pipeline that fails on it.
+    /// The pipeline's input with its steps up to the failing one.
     pub reproducer: Option<PathBuf>,
 }
 
@@ -81,6 +81,7 @@ pub fn run_pipeline<'c>(
         None => Ok(()),
     };
     dumped(0, "input", &program)?;
+    let input = ReproducerInput::of(&program);
     for (index, element) in pipeline.elements.iter().enumerate() {
         let name = element.name();
         let header = format!("{name} ({element})");
@@ -91,7 +92,7 @@ pub fn run_pipeline<'c>(
                 program.text()
             );
         }
-        let activity = step_activity(&program, &name, element, env, instrumentation);
+        let activity = input.activity(&pipeline.elements[..=index], env, instrumentation);
         let start = Instant::now();
         let outcome = match element {
             Element::Stage(stage, options) => stage.run(program, env, options),
@@ -138,26 +139,46 @@ fn dump(dir: &Path, index: usize, name: &str, program: &Program<'_>) -> Result<(
         .map_err(|e| Diagnostic::unlocated(format!("cannot write '{}': {e}", path.display())))
 }
 
-/// The crash report of one step: its name, the model's file, and its reproducer (the step's
-/// input with the pipeline that reruns the step), saved when the step fails or crashes.
-fn step_activity(
-    program: &Program<'_>,
-    name: &str,
-    element: &Element,
-    env: &StageEnv<'_, '_>,
-    instrumentation: &Instrumentation,
-) -> Activity {
-    let extension = match program {
-        Program::Graph(_) => "tsr",
-        Program::Mlir(_) => "mlir",
-    };
-    let path = reproducer_path(instrumentation.dump_dir.as_deref(), name, extension);
-    let text = format!(
-        "// tessera reproducer: '{name}' fails on this input.\n// Run: tessera-opt {} --pass-pipeline='builtin.module({element})'\n{}",
-        path.display(),
-        program.text()
-    );
-    Activity::enter(name, env.file.name(), Some((&path, text)))
+/// The pipeline's input as text, printed once: the reproducer of a step that fails or
+/// crashes is this input with the pipeline's steps up to that one. Printing each step's own
+/// input instead (the smallest reproducer) cost a whole module's printing per step, 5% of
+/// compiling the two-layer GPT block; `--dump-dir` still writes every step's input.
+struct ReproducerInput {
+    text: String,
+    extension: &'static str,
+}
+
+impl ReproducerInput {
+    fn of(program: &Program<'_>) -> ReproducerInput {
+        let extension = match program {
+            Program::Graph(_) => "tsr",
+            Program::Mlir(_) => "mlir",
+        };
+        ReproducerInput {
+            text: program.text(),
+            extension,
+        }
+    }
+
+    /// The crash report of the last of `steps`: its name, the model's file, and its
+    /// reproducer, saved when the step fails or crashes.
+    fn activity(
+        &self,
+        steps: &[Element],
+        env: &StageEnv<'_, '_>,
+        instrumentation: &Instrumentation,
+    ) -> Activity {
+        let name = steps.last().map(Element::name).unwrap_or_default();
+        let path = reproducer_path(instrumentation.dump_dir.as_deref(), &name, self.extension);
+        let pipeline: Vec<String> = steps.iter().map(ToString::to_string).collect();
+        let text = format!(
+            "// tessera reproducer: the pipeline below fails in '{name}' on this input.\n// Run: tessera-opt {} --pass-pipeline='builtin.module({})'\n{}",
+            path.display(),
+            pipeline.join(","),
+            self.text
+        );
+        Activity::enter(&name, env.file.name(), Some((&path, text)))
+    }
 }
 
 /// A timing report like MLIR's `--mlir-timing`, or JSON (`{"total_ms": ..., "steps": [...]}`).
