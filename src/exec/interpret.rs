@@ -21,6 +21,17 @@ pub fn interpret(
     func: usize,
     inputs: &[Tensor],
 ) -> Result<Vec<Tensor>, EvalError> {
+    interpret_adjusting(module, func, inputs, &mut |_| {})
+}
+
+/// [`interpret`], with `adjust` applied to every result of every op (in callees too) before
+/// later ops read it: the sensitivity analysis moves each one by a rounding.
+pub fn interpret_adjusting(
+    module: &Module,
+    func: usize,
+    inputs: &[Tensor],
+    adjust: &mut dyn FnMut(&mut Tensor),
+) -> Result<Vec<Tensor>, EvalError> {
     let f = module.funcs.get(func).ok_or_else(|| {
         EvalError(format!(
             "no function at index {func}: the module has {}",
@@ -28,7 +39,7 @@ pub fn interpret(
         ))
     })?;
     check_inputs(f, inputs)?;
-    run(module, f, inputs)
+    run(module, f, inputs, adjust)
 }
 
 /// Checks `inputs` against the parameters of `f`.
@@ -59,8 +70,13 @@ fn check_inputs(f: &Func, inputs: &[Tensor]) -> Result<(), EvalError> {
     Ok(())
 }
 
-/// Evaluates the body of `f` on checked inputs.
-fn run(module: &Module, f: &Func, inputs: &[Tensor]) -> Result<Vec<Tensor>, EvalError> {
+/// Evaluates the body of `f` on checked inputs, each op's results passed through `adjust`.
+fn run(
+    module: &Module,
+    f: &Func,
+    inputs: &[Tensor],
+    adjust: &mut dyn FnMut(&mut Tensor),
+) -> Result<Vec<Tensor>, EvalError> {
     let mut values: Vec<Option<Tensor>> = vec![None; f.values.len()];
     for (&param, input) in f.params.iter().zip(inputs) {
         *slot(&mut values, f, param)? = Some(input.clone());
@@ -77,8 +93,11 @@ fn run(module: &Module, f: &Func, inputs: &[Tensor]) -> Result<Vec<Tensor>, Eval
                 .iter()
                 .map(|&id| value_type(f, id).cloned())
                 .collect::<Result<Vec<TensorType>, EvalError>>()?;
-            let results = evaluate_op(module, f, op, &operands, &result_types)?;
+            let mut results = evaluate_op(module, f, op, &operands, &result_types, adjust)?;
             check_results(f, op, &results, &result_types)?;
+            if let OpKind::Dialect(_) = op.kind {
+                results.iter_mut().for_each(&mut *adjust);
+            }
             results
         };
         for (&id, result) in op.results.iter().zip(results) {
@@ -98,6 +117,7 @@ fn evaluate_op(
     op: &Operation,
     operands: &[&Tensor],
     result_types: &[TensorType],
+    adjust: &mut dyn FnMut(&mut Tensor),
 ) -> Result<Vec<Tensor>, EvalError> {
     match op.kind {
         OpKind::Dialect(def) => {
@@ -129,7 +149,7 @@ fn evaluate_op(
             })?;
             let inputs: Vec<Tensor> = operands.iter().map(|&t| t.clone()).collect();
             check_inputs(g, &inputs)?;
-            run(module, g, &inputs)
+            run(module, g, &inputs, adjust)
         }
     }
 }

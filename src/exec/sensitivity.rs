@@ -1,22 +1,29 @@
-//! How far a function's reference results move when its float inputs move by one unit in the
-//! last place: the noise floor of a comparison. Compiled code rounds in other places than the
-//! reference (an f32 accumulator, a fused kernel), differences of the size of one rounding of
-//! the element type; a model that amplifies them (a deep bf16 network whose activations grow
-//! tenfold per layer, then a sigmoid) turns them into differences far above the type's
-//! tolerance, which no compiler could avoid. Perturbing the inputs by one ulp and measuring how
-//! far the reference itself moves tells such a model from a miscompilation.
+//! How far a function's reference results move when every float it computes is rounded
+//! differently: the noise floor of a comparison. Compiled code rounds in other places than the
+//! reference (an f32 accumulator, a fused kernel, a polynomial `exp`), differences of the size
+//! of one rounding of the element type per op; a model that amplifies them (a deep bf16
+//! network whose activations grow tenfold per layer, then a sigmoid; a `log` of values near
+//! zero) turns them into differences far above the type's tolerance, which no compiler could
+//! avoid. Re-running the reference with its float inputs and every op's float results moved by
+//! one ulp, up or down at random (Monte Carlo arithmetic), and measuring how far the results
+//! move tells such a model from a miscompilation.
+//!
+//! Integer-valued elements are left as they are: they are what exact ops produce (counts,
+//! masks, `floor`), which compiled code reproduces exactly, and moving them would turn the
+//! discontinuities of the ops that read them (`floor`, comparisons) into a noise floor that
+//! hides real errors.
 
-use crate::exec::interpret::interpret;
+use crate::exec::interpret::interpret_adjusting;
 use crate::exec::tensor::{significand_bits, Tensor, TensorData};
 use crate::ir::Module;
 use crate::number::round_to;
 
-/// The perturbed runs of the reference: each moves every float input by one ulp, up or down
-/// at random, with a seed of its own.
+/// The perturbed runs of the reference: each moves every float input and op result by one
+/// ulp, up or down at random, with a seed of its own.
 const RUNS: u64 = 2;
 
-/// `tensor` with every float element moved by one ulp of its type, up or down as `seed`'s
-/// stream says (integers and booleans stay).
+/// `tensor` with every float element that is not an integer moved by one ulp of its type, up
+/// or down as `seed`'s stream says (integers and booleans stay).
 fn perturbed(tensor: &Tensor, seed: u64) -> Tensor {
     let TensorData::Float(values) = &tensor.data else {
         return tensor.clone();
@@ -27,7 +34,7 @@ fn perturbed(tensor: &Tensor, seed: u64) -> Tensor {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
-        if !v.is_finite() || v == 0.0 {
+        if !v.is_finite() || v == v.trunc() {
             return v;
         }
         // One ulp of |v| in a type with `bits` significant bits.
@@ -39,8 +46,9 @@ fn perturbed(tensor: &Tensor, seed: u64) -> Tensor {
 }
 
 /// For each result of function `func` of `module` on `inputs` (whose reference results are
-/// `reference`), the largest absolute change of an element when the float inputs move by one
-/// ulp; `None` when a perturbed run fails (a perturbed input can leave an op's domain).
+/// `reference`), the largest absolute change of an element when the float inputs and every
+/// op's float results move by one ulp; `None` when a perturbed run fails (a perturbed value
+/// can leave an op's domain).
 pub fn sensitivity(
     module: &Module,
     func: usize,
@@ -54,7 +62,12 @@ pub fn sensitivity(
             .enumerate()
             .map(|(i, t)| perturbed(t, run * 1_000_003 + i as u64 + 1))
             .collect();
-        let results = interpret(module, func, &moved).ok()?;
+        let mut op_results = 0u64;
+        let mut round_differently = |result: &mut Tensor| {
+            op_results += 1;
+            *result = perturbed(result, (run << 32) ^ op_results.wrapping_mul(0x2545_F491));
+        };
+        let results = interpret_adjusting(module, func, &moved, &mut round_differently).ok()?;
         for ((change, got), want) in largest.iter_mut().zip(&results).zip(reference) {
             for i in 0..got.len().min(want.len()) {
                 let (g, w) = (got.get_f64(i), want.get_f64(i));
@@ -73,19 +86,21 @@ mod tests {
     use crate::types::{ElementType, TensorType};
 
     #[test]
-    fn every_element_moves_by_one_ulp_of_its_type() {
-        let ty = TensorType::new(vec![4], ElementType::BF16);
-        let tensor = Tensor::from_f64(&ty, vec![1.0, -3.0, 0.0, 256.0]);
+    fn every_element_but_integers_moves_by_one_ulp_of_its_type() {
+        let ty = TensorType::new(vec![5], ElementType::BF16);
+        let tensor = Tensor::from_f64(&ty, vec![1.5, -3.25, 0.375, 0.0, -256.0]);
         let moved = perturbed(&tensor, 7);
         let TensorData::Float(values) = &moved.data else {
             panic!("floats stay floats");
         };
-        // bf16 has 8 significant bits: one ulp is 2^-7 at 1, 2^-6 at 3, 2 at 256.
+        // bf16 has 8 significant bits: one ulp is 2^-7 at 1.5, 2^-6 at 3.25, 2^-9 at 0.375;
+        // the integers 0 and -256 stay.
         for (&got, (want, ulp)) in values.iter().zip([
-            (1.0, 2f64.powi(-7)),
-            (-3.0, 2f64.powi(-6)),
+            (1.5, 2f64.powi(-7)),
+            (-3.25, 2f64.powi(-6)),
+            (0.375, 2f64.powi(-9)),
             (0.0, 0.0),
-            (256.0, 2.0),
+            (-256.0, 0.0),
         ]) {
             assert_eq!((got - want).abs(), ulp, "{want} moved to {got}");
         }

@@ -179,13 +179,15 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
                     .get_or_insert_with(|| sensitivity(&module, entry, &inputs, &reference))
                     .as_ref()
                     .map(|changes| changes[i]);
-                if let Some(change) =
-                    floor.filter(|&change| c.max_abs <= SENSITIVITY_MARGIN * change)
-                {
-                    verdict = format!(
-                        "PASS within the model's sensitivity (inputs moved by one ulp move the reference by up to {change:.3e})"
-                    );
-                }
+                verdict = match floor {
+                    Some(change) if c.max_abs <= SENSITIVITY_MARGIN * change => format!(
+                        "PASS within the model's sensitivity (inputs and op results moved by one ulp move the reference by up to {change:.3e})"
+                    ),
+                    Some(change) => format!(
+                        "FAIL (more than {SENSITIVITY_MARGIN}x the model's sensitivity: inputs and op results moved by one ulp move the reference by up to {change:.3e})"
+                    ),
+                    None => verdict,
+                };
             }
             agree &= verdict.starts_with("PASS");
             let _ = writeln!(

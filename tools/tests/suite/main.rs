@@ -20,6 +20,7 @@ mod reference_docs;
 mod regressions;
 mod roundtrip;
 mod run_cli;
+mod sensitivity;
 mod snapshots;
 mod stage_snapshots;
 mod tool_fuzz;
