@@ -19,6 +19,8 @@ extern "C" {
     fn tesseraRegisterLoopsToParallelPass();
     /// Registers `tessera-fuse-epilogues` (src/mlir/cxx/epilogue_fusion.cpp).
     fn tesseraRegisterEpilogueFusionPass();
+    /// Registers `tessera-deallocate` (src/mlir/cxx/deallocation.cpp).
+    fn tesseraRegisterDeallocationPass();
 }
 
 /// A diagnostic MLIR emitted, with its location as MLIR prints it.
@@ -57,6 +59,7 @@ impl MlirContext {
                 tesseraRegisterPolynomialApproximationPass();
                 tesseraRegisterLoopsToParallelPass();
                 tesseraRegisterEpilogueFusionPass();
+                tesseraRegisterDeallocationPass();
             }
         });
         let context = Context::new();

@@ -23,8 +23,11 @@ const BUFFERIZE: &str = "one-shot-bufferize{bufferize-function-boundaries functi
 /// which also keeps the caller's inputs intact.
 const OUT_PARAMS: &str = "buffer-results-to-out-params{hoist-static-allocs}";
 
-/// Freeing temporaries.
-const DEALLOCATE: &str = "buffer-deallocation-pipeline,convert-bufferization-to-memref";
+/// Freeing temporaries, once CSE and canonicalization have folded away the copies of a buffer
+/// into itself that bufferizing in place leaves: each right after its last use where no
+/// buffer can leave its block (src/mlir/cxx/deallocation.cpp), else by upstream's
+/// ownership-based pipeline.
+const DEALLOCATE: &str = "cse,canonicalize,tessera-deallocate,convert-bufferization-to-memref";
 
 impl Stage for Bufferize {
     fn name(&self) -> &'static str {
