@@ -21,6 +21,8 @@ extern "C" {
     fn tesseraRegisterEpilogueFusionPass();
     /// Registers `tessera-deallocate` (src/mlir/cxx/deallocation.cpp).
     fn tesseraRegisterDeallocationPass();
+    /// Registers `tessera-split-shared-tensors` (src/mlir/cxx/shared_tensors.cpp).
+    fn tesseraRegisterSharedTensorsPass();
 }
 
 /// A diagnostic MLIR emitted, with its location as MLIR prints it.
@@ -60,6 +62,7 @@ impl MlirContext {
                 tesseraRegisterLoopsToParallelPass();
                 tesseraRegisterEpilogueFusionPass();
                 tesseraRegisterDeallocationPass();
+                tesseraRegisterSharedTensorsPass();
             }
         });
         let context = Context::new();
