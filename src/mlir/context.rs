@@ -23,6 +23,8 @@ extern "C" {
     fn tesseraRegisterDeallocationPass();
     /// Registers `tessera-split-shared-tensors` (src/mlir/cxx/shared_tensors.cpp).
     fn tesseraRegisterSharedTensorsPass();
+    /// Registers `tessera-localize-kernel-operands` (src/mlir/cxx/kernel_operands.cpp).
+    fn tesseraRegisterKernelOperandsPass();
 }
 
 /// A diagnostic MLIR emitted, with its location as MLIR prints it.
@@ -63,6 +65,7 @@ impl MlirContext {
                 tesseraRegisterEpilogueFusionPass();
                 tesseraRegisterDeallocationPass();
                 tesseraRegisterSharedTensorsPass();
+                tesseraRegisterKernelOperandsPass();
             }
         });
         let context = Context::new();

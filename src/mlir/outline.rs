@@ -4,6 +4,9 @@
 //! 2.5 of 3.2 s of LLVM's -O1 on a two-layer GPT block compiled op by op as one function);
 //! one function per kernel keeps them linear in the number of kernels, and the calls cost
 //! nanoseconds against kernels of microseconds. Identical kernels are then merged into one.
+//! Each nest first gets its own copies of the constants and outside values it reads
+//! (`tessera-localize-kernel-operands`): outlining scans every use of each captured value, and
+//! with values every nest reads, that was quadratic in the number of nests.
 
 use crate::diag::Diagnostic;
 use crate::mlir::schedule::{apply_schedule, SCHEDULE_HEAD, SCHEDULE_TAIL};
@@ -54,6 +57,9 @@ pub fn outline_kernels(
     if count == 0 {
         return Ok(());
     }
+    // Each nest reads what it takes from outside through values of its own: outlining scans
+    // every use of each value it captures (src/mlir/cxx/kernel_operands.cpp).
+    run_upstream(env, module, "tessera-localize-kernel-operands", stage)?;
     let any = "!transform.any_op";
     let schedule = format!(
         "{SCHEDULE_HEAD}    %loops = transform.structured.match attributes {{{KERNEL}}} in %root : ({any}) -> {any}\n    %kernels, %calls = transform.loop.outline %loops {{func_name = \"{KERNEL_NAME}\"}} : ({any}) -> ({any}, {any})\n    %noinline = transform.param.constant [\"noinline\"] -> !transform.any_param\n    transform.annotate %kernels \"passthrough\" = %noinline : {any}, !transform.any_param\n    %private = transform.param.constant \"private\" -> !transform.any_param\n    transform.annotate %kernels \"sym_visibility\" = %private : {any}, !transform.any_param\n{SCHEDULE_TAIL}"
