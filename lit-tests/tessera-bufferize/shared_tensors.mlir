@@ -24,12 +24,14 @@ func.func @readers(%x: tensor<4xf32>, %b: tensor<4xf32> {bufferization.writable 
   return %r9, %b : tensor<4xf32>, tensor<4xf32>
 }
 
-// One zero fill that two matmuls accumulate into (as CSE leaves it) becomes a fill for each:
-// each needs a zeroed buffer of its own, which bufferization would otherwise copy.
+// One zero fill that two matmuls accumulate into (as CSE leaves it) becomes a fill for each,
+// on an empty tensor of its own: each needs a zeroed buffer of its own, which bufferization
+// would otherwise copy.
 // CHECK-LABEL: func.func @accumulators
-// CHECK: %[[E:.*]] = tensor.empty()
-// CHECK-NEXT: %[[F0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[E]] : tensor<4x4xf32>)
-// CHECK-NEXT: %[[F1:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[E]] : tensor<4x4xf32>)
+// CHECK: %[[E0:.*]] = tensor.empty()
+// CHECK-NEXT: %[[F0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[E0]] : tensor<4x4xf32>)
+// CHECK-NEXT: %[[E1:.*]] = tensor.empty()
+// CHECK-NEXT: %[[F1:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[E1]] : tensor<4x4xf32>)
 // CHECK-DAG: linalg.matmul {{.*}} outs(%[[F0]] : tensor<4x4xf32>)
 // CHECK-DAG: linalg.matmul {{.*}} outs(%[[F1]] : tensor<4x4xf32>)
 func.func @accumulators(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>) {
