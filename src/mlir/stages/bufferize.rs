@@ -1,7 +1,7 @@
 //! `tessera-bufferize`: one-shot bufferization across function boundaries with identity
 //! layouts (compiled functions take plain strided memrefs); results become caller-owned
 //! out-parameters (the buffer computing a result is the out-parameter: no allocation, no
-//! copy); temporaries are freed. Precondition: MLIR on tensors.
+//! copy); temporaries are freed after their last use. Precondition: MLIR on tensors.
 
 use crate::diag::Diagnostic;
 use crate::mlir::stages::{expect_mlir, run_upstream, Program, Stage, StageEnv, StageOptions};
@@ -37,7 +37,7 @@ impl Stage for Bufferize {
     }
 
     fn summary(&self) -> &'static str {
-        "Bufferize across functions; results become out-parameters; temporaries are freed. Input: tensors."
+        "Bufferize across functions; results become out-parameters; temporaries are freed after their last use. Input: tensors."
     }
 
     fn run<'c>(
