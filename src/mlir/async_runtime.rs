@@ -36,9 +36,24 @@ struct Task {
 // runtime coroutines whose frames it owns until they finish.
 unsafe impl Send for Task {}
 
+/// How many threads are resuming a task: running compiled code.
+static RUNNING_TASKS: AtomicUsize = AtomicUsize::new(0);
+
 impl Task {
     fn run(self) {
+        RUNNING_TASKS.fetch_add(1, Ordering::SeqCst);
         (self.resume)(self.handle);
+        RUNNING_TASKS.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Returns once no thread of the pool is inside compiled code. A task marks its token ready
+/// before its coroutine returns, so the call that waited for it can return, and its module be
+/// freed, while a worker still runs the coroutine's last instructions: a `Jit` waits here
+/// before it frees its code.
+pub fn wait_until_no_task_runs() {
+    while RUNNING_TASKS.load(Ordering::SeqCst) > 0 {
+        std::thread::yield_now();
     }
 }
 

@@ -454,8 +454,10 @@ impl Jit {
 
 impl Drop for Jit {
     fn drop(&mut self) {
+        crate::mlir::async_runtime::wait_until_no_task_runs();
         // SAFETY: the back end was created by `tesseraJitCompile`, is owned by this `Jit`
-        // alone, and no code of it runs once the `Jit` is dropped.
+        // alone, and no code of it runs once the `Jit` is dropped: no call is in progress (a
+        // call borrows the `Jit`) and no worker is still inside one of its tasks.
         unsafe { tesseraJitDestroy(self.backend) }
     }
 }
