@@ -192,6 +192,42 @@ impl<'c> WalkedOp<'c> {
         }
     }
 
+    /// Whether every memref this `func.func` takes has a static shape and a strided layout
+    /// with static strides and offset: everything about it but its address is in its type.
+    pub fn takes_static_memrefs(&self) -> bool {
+        // SAFETY: as in `name`; the entry block's argument types are read, not changed, and
+        // the strides buffer holds one entry per dimension of the ranked memref.
+        unsafe {
+            let region = mlir_sys::mlirOperationGetRegion(self.raw, 0);
+            let entry = mlir_sys::mlirRegionGetFirstBlock(region);
+            if entry.ptr.is_null() {
+                return false;
+            }
+            (0..mlir_sys::mlirBlockGetNumArguments(entry)).all(|position| {
+                let ty =
+                    mlir_sys::mlirValueGetType(mlir_sys::mlirBlockGetArgument(entry, position));
+                if !mlir_sys::mlirTypeIsAMemRef(ty) {
+                    return !mlir_sys::mlirTypeIsAUnrankedMemRef(ty);
+                }
+                if !mlir_sys::mlirShapedTypeHasStaticShape(ty) {
+                    return false;
+                }
+                let rank = mlir_sys::mlirShapedTypeGetRank(ty).max(0) as usize;
+                let mut strides = vec![0i64; rank.max(1)];
+                let mut offset = 0i64;
+                let strided = mlir_sys::mlirMemRefTypeGetStridesAndOffset(
+                    ty,
+                    strides.as_mut_ptr(),
+                    &mut offset,
+                );
+                let dynamic = mlir_sys::mlirShapedTypeGetDynamicStrideOrOffset();
+                strided.value != 0
+                    && offset != dynamic
+                    && strides[..rank].iter().all(|&s| s != dynamic)
+            })
+        }
+    }
+
     /// Sets attribute `name` to `value` on every argument of this `func.func`.
     pub fn set_argument_attributes(&self, name: &str, value: Attribute<'c>) {
         // SAFETY: as in `name`; `mlirFuncSetArgAttr` updates the function's argument attribute
