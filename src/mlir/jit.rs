@@ -184,7 +184,8 @@ fn runtime_symbols() -> Vec<(CString, *mut ())> {
         .collect()
 }
 
-/// The threads LLVM's code generator runs on: one per core, at most 8.
+/// The threads LLVM optimizes and generates code on (one part of the module each): one per
+/// core, at most 8.
 fn codegen_threads() -> u32 {
     std::thread::available_parallelism().map_or(1, |n| n.get().min(8) as u32)
 }

@@ -1,7 +1,7 @@
 //! tessera's LLVM back end: a module in the LLVM dialect becomes machine code, in memory (an
 //! ORC JIT) or in an object file, with the optimization pipeline and code generation under
 //! tessera's control: identical functions merged first, loop unrolling only where asked, and
-//! the module split into parts that are compiled on separate threads.
+//! the module split into parts that are optimized and compiled on separate threads.
 
 #include "mlir/CAPI/IR.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -26,11 +26,13 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Transforms/IPO/MergeFunctions.h"
-#include "llvm/Transforms/Utils/SplitModule.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -243,14 +245,117 @@ double millisecondsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+/// An assignment of `module`'s definitions to `count` parts that compile independently: each
+/// group of functions that must stay together (a function and the callers it may inline
+/// into: everything but the `noinline` kernels) goes to the part with the fewest
+/// instructions so far, largest groups first. Empty when the module holds something the
+/// parts could not share (aliases, ifuncs).
+std::map<const llvm::Function *, unsigned> partition(llvm::Module &module, unsigned count) {
+  std::map<const llvm::Function *, unsigned> part;
+  if (!module.alias_empty() || !module.ifunc_empty())
+    return part;
+  std::map<const llvm::Function *, const llvm::Function *> leader;
+  std::function<const llvm::Function *(const llvm::Function *)> find =
+      [&](const llvm::Function *function) {
+        const llvm::Function *&up = leader[function];
+        if (!up || up == function)
+          return up = function;
+        return up = find(up);
+      };
+  for (llvm::Function &function : module) {
+    if (function.isDeclaration())
+      continue;
+    find(&function);
+    if (function.hasFnAttribute(llvm::Attribute::NoInline))
+      continue;
+    for (const llvm::User *user : function.users())
+      if (auto *instruction = llvm::dyn_cast<llvm::Instruction>(user))
+        leader[find(&function)] = find(instruction->getFunction());
+  }
+  std::map<const llvm::Function *, size_t> groupSize;
+  for (llvm::Function &function : module)
+    if (!function.isDeclaration())
+      groupSize[find(&function)] += function.getInstructionCount() + 1;
+  std::vector<std::pair<size_t, const llvm::Function *>> groups;
+  for (auto [group, size] : groupSize)
+    groups.emplace_back(size, group);
+  std::sort(groups.begin(), groups.end(), [](const auto &a, const auto &b) {
+    return a.first != b.first ? a.first > b.first
+                              : a.second->getName() < b.second->getName();
+  });
+  std::vector<size_t> load(count, 0);
+  std::map<const llvm::Function *, unsigned> groupPart;
+  for (auto [size, group] : groups) {
+    unsigned lightest = std::min_element(load.begin(), load.end()) - load.begin();
+    groupPart[group] = lightest;
+    load[lightest] += size;
+  }
+  for (llvm::Function &function : module)
+    if (!function.isDeclaration())
+      part[&function] = groupPart[find(&function)];
+  return part;
+}
+
+/// Whether `value` is used by a function of another part than `home`, or by a constant
+/// outside any function.
+bool usedAcrossParts(const llvm::Value &value, unsigned home,
+                     const std::map<const llvm::Function *, unsigned> &part) {
+  for (const llvm::User *user : value.users()) {
+    if (auto *instruction = llvm::dyn_cast<llvm::Instruction>(user)) {
+      if (part.at(instruction->getFunction()) != home)
+        return true;
+    } else if (!llvm::isa<llvm::Instruction>(user)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/// Splits `module` into the parts `part` assigns, as bitcode: each part defines its own
+/// functions, and its own copy of every internal constant it reads (a kernel still folds the
+/// loads of a mask or a table); other globals live in part 0. What one part uses of another's
+/// becomes external with hidden visibility.
+std::vector<llvm::SmallVector<char, 0>>
+splitIntoParts(llvm::Module &module, const std::map<const llvm::Function *, unsigned> &part,
+               unsigned count) {
+  auto duplicated = [](const llvm::GlobalVariable &global) {
+    return global.isConstant() && global.hasLocalLinkage();
+  };
+  for (llvm::Function &function : module)
+    if (!function.isDeclaration() && function.hasLocalLinkage() &&
+        usedAcrossParts(function, part.at(&function), part)) {
+      function.setLinkage(llvm::GlobalValue::ExternalLinkage);
+      function.setVisibility(llvm::GlobalValue::HiddenVisibility);
+    }
+  for (llvm::GlobalVariable &global : module.globals())
+    if (!global.isDeclaration() && !duplicated(global) && global.hasLocalLinkage()) {
+      global.setLinkage(llvm::GlobalValue::ExternalLinkage);
+      global.setVisibility(llvm::GlobalValue::HiddenVisibility);
+    }
+  std::vector<llvm::SmallVector<char, 0>> bitcode(count);
+  for (unsigned index = 0; index < count; ++index) {
+    llvm::ValueToValueMapTy map;
+    std::unique_ptr<llvm::Module> copy =
+        llvm::CloneModule(module, map, [&](const llvm::GlobalValue *value) {
+          if (auto *function = llvm::dyn_cast<llvm::Function>(value))
+            return part.at(function) == index;
+          if (auto *global = llvm::dyn_cast<llvm::GlobalVariable>(value))
+            return duplicated(*global) || index == 0;
+          return true;
+        });
+    llvm::raw_svector_ostream stream(bitcode[index]);
+    llvm::WriteBitcodeToFile(*copy, stream);
+  }
+  return bitcode;
+}
+
 /// Object files for `module`, optimized and compiled as `options` say: identical functions
-/// merged, the whole module optimized (its kernels are internal: LLVM drops their dead
-/// arguments and specializes them to their one caller), then split into up to `parts` modules
-/// (round robin over its functions) compiled on as many threads, each in its own LLVM context
-/// with its own target machine (neither is thread-safe). Optimizing the parts on the threads
-/// too made the kernels external and gained nothing overall (GPT block: -O3 5% faster, -O0
-/// 5% slower).
-/// `optimizing` receives the milliseconds of the optimization.
+/// merged, then split into up to `parts` parts (`partition`: kernels spread by size, each
+/// entry with what it inlines) that are optimized and compiled on as many threads, each in
+/// its own LLVM context with its own target machine (neither is thread-safe). The kernels
+/// take bare pointers and nothing of them is left for a whole-module pass to specialize, so
+/// optimizing them apart loses nothing. With one part the whole module is optimized, then
+/// compiled. `optimizing` receives the milliseconds of optimization (the longest part's).
 llvm::Expected<std::vector<std::unique_ptr<llvm::MemoryBuffer>>>
 compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options &options,
                unsigned parts, double &optimizing) {
@@ -258,29 +363,25 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
   unsigned defined = 0;
   for (llvm::Function &function : module)
     defined += !function.isDeclaration();
-  auto start = std::chrono::steady_clock::now();
-  optimize(module, machine, options);
-  optimizing = millisecondsSince(start);
+  std::map<const llvm::Function *, unsigned> assignment;
+  if (parts > 1 && defined > 1)
+    assignment = partition(module, std::min(parts, defined));
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects;
-  if (parts <= 1 || defined <= 1) {
+  if (assignment.empty()) {
+    auto start = std::chrono::steady_clock::now();
+    optimize(module, machine, options);
+    optimizing = millisecondsSince(start);
     auto object = emitObject(module, machine);
     if (!object)
       return object.takeError();
     objects.push_back(std::move(*object));
     return objects;
   }
-  std::vector<llvm::SmallVector<char, 0>> bitcode;
-  llvm::SplitModule(
-      module, parts,
-      [&](std::unique_ptr<llvm::Module> part) {
-        llvm::SmallVector<char, 0> bytes;
-        llvm::raw_svector_ostream stream(bytes);
-        llvm::WriteBitcodeToFile(*part, stream);
-        bitcode.push_back(std::move(bytes));
-      },
-      /*PreserveLocals=*/false, /*RoundRobin=*/true);
+  std::vector<llvm::SmallVector<char, 0>> bitcode =
+      splitIntoParts(module, assignment, std::min(parts, defined));
   objects.resize(bitcode.size());
   std::vector<std::string> errors(bitcode.size());
+  std::vector<double> optimized(bitcode.size(), 0);
   std::vector<std::thread> threads;
   for (size_t index = 0; index < bitcode.size(); ++index) {
     threads.emplace_back([&, index] {
@@ -297,6 +398,9 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
         errors[index] = llvm::toString(partMachine.takeError());
         return;
       }
+      auto start = std::chrono::steady_clock::now();
+      optimize(**part, **partMachine, options);
+      optimized[index] = millisecondsSince(start);
       auto object = emitObject(**part, **partMachine);
       if (!object) {
         errors[index] = llvm::toString(object.takeError());
@@ -310,6 +414,7 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
   for (const std::string &error : errors)
     if (!error.empty())
       return llvm::createStringError(error);
+  optimizing = *std::max_element(optimized.begin(), optimized.end());
   return objects;
 }
 
