@@ -9,7 +9,9 @@
 //! parallel loops; matmul also blocks K by 256. Register tiles: one row of 16 lanes for
 //! elementwise ops, whole rows for reductions, for matmul an outer-product accumulator tile
 //! with K stepped by 1 sized for the host's vector registers (4x16 with AVX2's 16 registers
-//! of 8 lanes, 8x32 with AVX-512's 32 of 16). Tuning lives here and only here.
+//! of 8 lanes, 8x32 with AVX-512's 32 of 16). Along the vector lanes a power of two is
+//! preferred where it takes no more register operations (`register_width`). Tuning lives
+//! here and only here.
 
 use crate::mlir::walk::WalkedOp;
 
@@ -189,6 +191,42 @@ pub fn divisor_at_most(extent: i64, target: i64) -> i64 {
         .unwrap_or(1)
 }
 
+/// The largest power of two that divides `extent` and is not above `target` (1 for an empty
+/// extent).
+pub fn power_of_two_at_most(extent: i64, target: i64) -> i64 {
+    let lowest_bit = if extent > 0 { extent & -extent } else { 1 };
+    let mut width = 1;
+    while width * 2 <= target && width * 2 <= lowest_bit {
+        width *= 2;
+    }
+    width
+}
+
+/// The vector width (lanes of one register tile) along a loop of `extent`, at most `target`,
+/// for registers of `lanes` lanes: of the largest divisor and the largest power of two that
+/// divides, the one that takes fewer register operations to cover the extent, the power of
+/// two when they tie. LLVM widens a vector of another width to the next power of two and
+/// splits it into registers, and its instruction selection then spends several times as long
+/// on each operation (on the GPT block's rows of 24, tiles of 12 lanes took three times as
+/// long to select as tiles of 8; those cover a row in 3 registers, not 4). A width the power
+/// of two cannot match stays: a matmul with 10 columns keeps vectors of 10 (2 registers)
+/// rather than 5 of 2.
+pub fn register_width(extent: i64, target: i64, lanes: i64) -> i64 {
+    let operations = |width: i64| {
+        let registers = (width.max(1) as u64)
+            .next_power_of_two()
+            .div_ceil(lanes.max(1) as u64);
+        (extent.max(1) / width.max(1)) as u64 * registers
+    };
+    let divisor = divisor_at_most(extent, target);
+    let power = power_of_two_at_most(extent, target);
+    if operations(power) <= operations(divisor) {
+        power
+    } else {
+        divisor
+    }
+}
+
 /// Fills stay whole: their loops become one `memset` (LLVM recognizes it), where tiled and
 /// vectorized they became nests of small constant loops that LLVM unrolled into thousands of
 /// inline stores in one block (12 s of instruction scheduling for one convolution's output).
@@ -199,7 +237,9 @@ const TRANSPOSE: &str = "linalg.transpose";
 /// A transpose goes in square blocks of 16 x 16 over its last two loops (the others one at a
 /// time): each block is read as 16 rows, transposed in registers by shuffles and written as
 /// 16 rows, where a row of the output gathered its elements one by one (attention's kᵀ,
-/// 512 x 64: 20 us).
+/// 512 x 64: 20 us). Each side of a block is the largest power of two that divides its loop:
+/// blocks of another width are shuffled lane by lane (a 7 x 12 block of the GPT block's heads
+/// became vectors of 56 lanes and 56 element moves).
 fn transpose_blocks(loops: &Loops) -> Vec<i64> {
     let rank = loops.0.len();
     loops
@@ -208,7 +248,7 @@ fn transpose_blocks(loops: &Loops) -> Vec<i64> {
         .enumerate()
         .map(|(i, &(extent, _))| {
             if i + 2 >= rank {
-                divisor_at_most(extent, 16)
+                power_of_two_at_most(extent, 16)
             } else {
                 1
             }
@@ -247,6 +287,7 @@ pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64], unit: VectorUnit)
         .map(|(i, (&(extent, reduction), &tile))| {
             let span = if tile == 0 { extent } else { tile };
             let width = |target| divisor_at_most(span, target);
+            let lanes = |target| register_width(span, target, unit.lanes);
             if windowed {
                 // One output row and one window row per tile, so the op decomposes into its
                 // 1-d form, which vectorizes: [N, OH, OW, C|F, KH, KW(, C)] -> [1, 1, 8, 16, 1, 0, 0].
@@ -255,7 +296,7 @@ pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64], unit: VectorUnit)
                 // input channels are contracted at once.
                 return match i {
                     2 => width(8),
-                    3 => width(16),
+                    3 => lanes(16),
                     0 | 1 | 4 => 1,
                     5 if extent > MAX_UNROLLED_TAPS => 1,
                     6 if extent > 64 => width(64),
@@ -265,7 +306,7 @@ pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64], unit: VectorUnit)
             match (matmul, reduction) {
                 // Matmul: the unit's accumulator tile, K stepped by one (outer products).
                 (true, true) => 1,
-                (true, false) if Some(i) == last_parallel => width(tile_columns),
+                (true, false) if Some(i) == last_parallel => lanes(tile_columns),
                 (true, false) if Some(i + 1) == last_parallel => width(tile_rows),
                 // Reductions: one row at a time, 64 lanes along the innermost reduction, or
                 // along the innermost loop when it is parallel. Along a row the 64 lanes are
@@ -273,13 +314,13 @@ pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64], unit: VectorUnit)
                 // 16 lanes gave a horizontal reduction per register (softmax over 512x512:
                 // 172 -> 163 us). Across rows they are independent accumulator registers,
                 // not one chain of adds.
-                (false, _) if across && Some(i) == innermost => width(64),
+                (false, _) if across && Some(i) == innermost => lanes(64),
                 (false, _) if across => 1,
-                (false, true) if Some(i) == last_reduction => width(64),
+                (false, true) if Some(i) == last_reduction => lanes(64),
                 (false, true) => 1,
                 // Elementwise: 16 lanes along the innermost loop that is not a unit one (a
                 // trailing unit loop, as in NHWC with one channel, would leave one lane).
-                (false, false) if !reduces && Some(i) == innermost => width(16),
+                (false, false) if !reduces && Some(i) == innermost => lanes(16),
                 _ => 1,
             }
         })
@@ -370,6 +411,22 @@ mod tests {
         assert_eq!(divisor_at_most(784, 64), 56);
         assert_eq!(divisor_at_most(13, 8), 1);
         assert_eq!(divisor_at_most(0, 8), 1);
+    }
+
+    #[test]
+    fn vector_widths_prefer_powers_of_two_that_cost_no_more() {
+        assert_eq!(power_of_two_at_most(24, 16), 8);
+        assert_eq!(power_of_two_at_most(96, 64), 32);
+        assert_eq!(power_of_two_at_most(7, 16), 1);
+        assert_eq!(power_of_two_at_most(0, 16), 1);
+        // 24 lanes: 3 registers of 8, where 2 tiles of 12 take 2 widened registers each.
+        assert_eq!(register_width(24, 16, 8), 8);
+        assert_eq!(register_width(784, 64, 8), 16);
+        // 10 and 7 lanes: one tile in 2 registers (1 register), not 5 of 2 (7 of 1).
+        assert_eq!(register_width(10, 16, 8), 10);
+        assert_eq!(register_width(7, 64, 8), 7);
+        assert_eq!(register_width(12, 16, 16), 12);
+        assert_eq!(register_width(64, 64, 16), 64);
     }
 
     #[test]
