@@ -26,7 +26,8 @@ pub struct LowerToLlvm;
 /// The loops exist after `LOOPS`; the top-level ones are outlined into kernels
 /// (`outline_kernels`) before the rest of `STRUCTURE` runs.
 const LOOPS: &str = "scf-forall-to-for,convert-linalg-to-loops";
-const STRUCTURE: &str = "convert-vector-to-scf{full-unroll},expand-strided-metadata,lower-affine";
+const STRUCTURE: &str =
+    "func.func(convert-vector-to-scf{full-unroll},expand-strided-metadata,lower-affine)";
 
 /// The passes that lower async tasks (from `tessera-parallelize`) to coroutines calling the
 /// async runtime (src/mlir/async_runtime.rs), with reference counting; run only on modules
@@ -48,13 +49,14 @@ fn has_bf16(module: &melior::ir::Module<'_>) -> bool {
 }
 
 /// The pass that approximates math with polynomials (`math=approximate`).
-const APPROXIMATE: &str = "math-polynomial-approximation";
+const APPROXIMATE: &str = "func.func(math-polynomial-approximation)";
 
 /// The upstream passes that finish the lowering (libm before vector-to-llvm, as it must be;
 /// vector sums reassociated into tree reductions).
-const REST: &str = "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,\
-                    convert-vector-to-llvm{reassociate-fp-reductions},convert-arith-to-llvm,\
-                    convert-index-to-llvm,finalize-memref-to-llvm{use-generic-functions},\
+const REST: &str = "func.func(convert-scf-to-cf,convert-math-to-llvm),convert-math-to-libm,\
+                    func.func(convert-vector-to-llvm{reassociate-fp-reductions},\
+                    convert-arith-to-llvm,convert-index-to-llvm),\
+                    finalize-memref-to-llvm{use-generic-functions},\
                     convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts";
 
 impl Stage for LowerToLlvm {
