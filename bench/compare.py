@@ -5,16 +5,24 @@ inputs tessera-bench used (it writes them with --save-io), checks that every sys
 tessera's outputs (within tolerance) before timing anything, then prints one table of medians
 and ratios and draws a chart.
 
+With --compile-model it compares compile times instead: the two-layer GPT block
+testdata/models/gpt2_block.tsr, compiled afresh N times by tessera (-O0, -O3), JAX and TF+XLA,
+interleaved, each peer first checked against tessera's outputs on tessera's inputs.
+
 Set up once (from the repository root):
     python3 -m venv bench/.venv && bench/.venv/bin/pip install -r bench/requirements.txt
 Run (after `cargo build --release`):
     bench/.venv/bin/python bench/compare.py [--workload w1_b64,w3] [--time 1] [--chart out.svg]
         [--threads 2]
+    bench/.venv/bin/python bench/compare.py --compile-model [--repeat-compile 5] [--threads 2]
+        [--systems jax,tf-xla] [--json out.json]
 """
 
 import argparse
+import gc
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -271,6 +279,107 @@ def onnx_model(onnx, workload, inputs, outputs):
     return model.SerializeToString(), names
 
 
+# ---- the GPT block, for --compile-model ------------------------------------------------
+
+# testdata/models/gpt2_block.tsr: x [2, 7, 24], then per layer (two) these twelve parameters,
+# then the final layer norm's gamma and beta. Pre-norm layers: causal self-attention of 3
+# heads of 8 (q, k, v the thirds of one dense), a residual, a 4x gelu (tanh) MLP, a residual.
+GPT2_MODEL = os.path.join("testdata", "models", "gpt2_block.tsr")
+GPT2_LAYER_PARAMS = ("ln1_g", "ln1_b", "w_qkv", "b_qkv", "w_o", "b_o",
+                     "ln2_g", "ln2_b", "w_up", "b_up", "w_down", "b_down")
+GPT2_LAYERS = 2
+GPT2_HEADS = 3
+# tessera-bench's seconds of steady calls per mode: its latency is not what is compared here.
+GPT2_TIME = 0.2
+PEER_COMPILERS = ["jax", "tf-xla"]
+# -O0 and -O3 (-O0 runs on one thread only: tessera-bench skips it when asked for more).
+GPT2_MODES = [mode for mode in TESSERA_MODES if mode != "-O3 --no-fusion"]
+
+
+def gpt2_layers(params):
+    """The layers' parameters as dicts by name, and the final layer norm's (gamma, beta)."""
+    n = len(GPT2_LAYER_PARAMS)
+    if len(params) != GPT2_LAYERS * n + 2:
+        raise ValueError(f"gpt2_block takes {GPT2_LAYERS * n + 3} inputs, not {len(params) + 1}")
+    layers = [dict(zip(GPT2_LAYER_PARAMS, params[i * n:(i + 1) * n]))
+              for i in range(GPT2_LAYERS)]
+    return layers, params[-2:]
+
+
+def causal_mask(length):
+    """0 where key j <= query i, -inf after (top-left aligned), added to the scores as
+    nn.attention {causal = true} does."""
+    i, j = np.indices((length, length))
+    return np.where(j > i, -np.inf, 0.0).astype(np.float32)
+
+
+def jax_gpt2_block(jax, jnp):
+    """A new function object computing gpt2_block in JAX (a fresh one per call, so that
+    jax.jit finds nothing of an earlier one in its caches)."""
+
+    def layer_norm(x, gamma, beta):
+        # nn.layer_norm: biased variance of the centered input, epsilon 1e-5.
+        mean = x.mean(axis=-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+        return (x - mean) * jax.lax.rsqrt(var + EPSILON) * gamma + beta
+
+    def attention(h, p):
+        batch, length, width = h.shape
+        d = width // GPT2_HEADS
+        qkv = h @ p["w_qkv"] + p["b_qkv"]
+
+        def heads(t):
+            return t.reshape(batch, length, GPT2_HEADS, d).transpose(0, 2, 1, 3)
+
+        q, k, v = (heads(qkv[..., i * width:(i + 1) * width]) for i in range(3))
+        scores = q @ jnp.swapaxes(k, -1, -2) * d**-0.5 + causal_mask(length)
+        att = jax.nn.softmax(scores, axis=-1) @ v
+        return att.transpose(0, 2, 1, 3).reshape(batch, length, width) @ p["w_o"] + p["b_o"]
+
+    def gpt2_block(x, *params):
+        layers, (lnf_g, lnf_b) = gpt2_layers(params)
+        for p in layers:
+            x = x + attention(layer_norm(x, p["ln1_g"], p["ln1_b"]), p)
+            up = layer_norm(x, p["ln2_g"], p["ln2_b"]) @ p["w_up"] + p["b_up"]
+            x = x + jax.nn.gelu(up, approximate=True) @ p["w_down"] + p["b_down"]
+        return layer_norm(x, lnf_g, lnf_b)
+
+    return gpt2_block
+
+
+def tf_gpt2_block(tf):
+    """A new function object computing gpt2_block in TensorFlow (a fresh one per call, so that
+    each tf.function traces and compiles anew)."""
+
+    def layer_norm(x, gamma, beta):
+        mean, var = tf.nn.moments(x, axes=[-1], keepdims=True)
+        return (x - mean) * tf.math.rsqrt(var + EPSILON) * gamma + beta
+
+    def attention(h, p):
+        batch, length, width = h.shape
+        d = width // GPT2_HEADS
+        qkv = tf.matmul(h, p["w_qkv"]) + p["b_qkv"]
+
+        def heads(t):
+            return tf.transpose(tf.reshape(t, [batch, length, GPT2_HEADS, d]), [0, 2, 1, 3])
+
+        q, k, v = (heads(qkv[..., i * width:(i + 1) * width]) for i in range(3))
+        scores = tf.matmul(q, k, transpose_b=True) * d**-0.5 + causal_mask(length)
+        att = tf.matmul(tf.nn.softmax(scores, axis=-1), v)
+        merged = tf.reshape(tf.transpose(att, [0, 2, 1, 3]), [batch, length, width])
+        return tf.matmul(merged, p["w_o"]) + p["b_o"]
+
+    def gpt2_block(x, *params):
+        layers, (lnf_g, lnf_b) = gpt2_layers(params)
+        for p in layers:
+            x = x + attention(layer_norm(x, p["ln1_g"], p["ln1_b"]), p)
+            up = tf.matmul(layer_norm(x, p["ln2_g"], p["ln2_b"]), p["w_up"]) + p["b_up"]
+            x = x + tf.matmul(tf.nn.gelu(up, approximate=True), p["w_down"]) + p["b_down"]
+        return layer_norm(x, lnf_g, lnf_b)
+
+    return gpt2_block
+
+
 # ---- running and timing ----------------------------------------------------------------
 
 
@@ -347,6 +456,195 @@ def run_tessera(args, io_dir, json_path):
         return json.load(f)
 
 
+def tessera_compiles(repeat, scratch):
+    """Runs tessera-bench on the GPT block `repeat` times, each a fresh process compiling
+    GPT2_MODES in turn, yielding each run's JSON report as it ends; the first run also saves
+    its inputs and outputs as scratch/io/gpt2_block/in<i>.npy and out<i>.npy."""
+    binary = os.path.join(ROOT, "target", "release", "tessera-bench")
+    if not os.path.exists(binary):
+        sys.exit(f"compare.py: {binary} is missing: run `cargo build --release` first")
+    for i in range(repeat):
+        json_path = os.path.join(scratch, f"tessera{i}.json")
+        command = [binary, GPT2_MODEL, "--time", str(GPT2_TIME), "--threads", str(THREADS),
+                   "--json", json_path]
+        command += [flag for mode in GPT2_MODES for flag in mode.split()]
+        if i == 0:
+            command += ["--save-io", os.path.join(scratch, "io")]
+        print("running:", " ".join(command), file=sys.stderr)
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+        with open(json_path) as f:
+            yield json.load(f)
+
+
+def jax_compiler(inputs):
+    """(check, compile_once, facts) for JAX. check() jits the block, compiles it and calls it
+    once, returning its output as a numpy array. compile_once() clears JAX's caches, jits a
+    fresh function object and returns {stage: ms}: "trace+lower" is jitted.lower(*args)
+    (tracing Python to a jaxpr, lowering that to StableHLO), "XLA compile" is .compile() (XLA
+    from StableHLO to a loaded executable); nothing runs. facts: none."""
+    import jax
+    import jax.numpy as jnp
+
+    args = [jnp.asarray(a) for a in inputs]
+
+    def check():
+        jitted = jax.jit(jax_gpt2_block(jax, jnp))
+        return np.asarray(jitted(*args).block_until_ready())
+
+    def compile_once():
+        jax.clear_caches()
+        jitted = jax.jit(jax_gpt2_block(jax, jnp))
+        start = time.perf_counter()
+        lowered = jitted.lower(*args)
+        lowered_at = time.perf_counter()
+        lowered.compile()
+        end = time.perf_counter()
+        return {"trace+lower": (lowered_at - start) * 1e3,
+                "XLA compile": (end - lowered_at) * 1e3}
+
+    return check, compile_once, {}
+
+
+def tf_compiler(inputs):
+    """(check, compile_once, facts) for TF+XLA. check() builds a tf.function(jit_compile=True)
+    of the block and calls it once (tracing, compiling), returning its output as a numpy array.
+    compile_once() builds a fresh tf.function and returns {stage: ms}: "trace" is
+    get_concrete_function(*args) (tracing Python to a TF graph), "tf2xla+XLA compile" its
+    first call less a steady call (TF compiles a jit_compile function when first called:
+    instantiating the graph, converting it to HLO, XLA to an executable; it caches the
+    executable by the function's name, new with each tf.function). facts: "steady_call_ms",
+    the median steady call of check's function, measured on the first compile_once()."""
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(THREADS)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    args = [tf.constant(a) for a in inputs]
+    warm = tf.function(tf_gpt2_block(tf), jit_compile=True)
+    facts = {}
+
+    def check():
+        return warm(*args).numpy()
+
+    def compile_once():
+        if "steady_call_ms" not in facts:
+            facts["steady_call_ms"] = timed(lambda: warm(*args).numpy(), 0.2)[0]
+        f = tf.function(tf_gpt2_block(tf), jit_compile=True)
+        start = time.perf_counter()
+        f.get_concrete_function(*args)
+        traced_at = time.perf_counter()
+        f(*args).numpy()
+        end = time.perf_counter()
+        return {"trace": (traced_at - start) * 1e3,
+                "tf2xla+XLA compile": (end - traced_at) * 1e3 - facts["steady_call_ms"]}
+
+    return check, compile_once, facts
+
+
+def compile_model(args, systems):
+    """--compile-model: compile times of the GPT block in tessera (GPT2_MODES), JAX and TF+XLA,
+    `args.repeat_compile` fresh compiles each, interleaved (a tessera-bench run, then one
+    compile per peer, and again) so that all see the machine in the same minutes; every peer
+    first computes tessera's outputs on tessera's inputs (within RTOL), its first compile in
+    the process (imports, runtime start-up) not counted. Prints one table of medians, minima
+    and ratios to JAX's median total."""
+    peers = [s for s in PEER_COMPILERS if s in systems]
+    samples = {}  # (system, stage) -> [ms]
+    first_compile, facts, failures, errors = {}, {}, [], {}
+    with tempfile.TemporaryDirectory() as scratch:
+        runs = tessera_compiles(args.repeat_compile, scratch)
+        reports = [next(runs)]
+        inputs, outputs = load_io(os.path.join(scratch, "io", "gpt2_block"))
+        want = outputs[0]
+        scale = float(np.abs(want).max())
+        compilers = {}
+        for system in peers:
+            print(f"gpt2_block: {system}, checking", file=sys.stderr)
+            check, compile_once, facts[system] = (
+                jax_compiler if system == "jax" else tf_compiler)(inputs)
+            start = time.perf_counter()
+            got = np.asarray(check(), dtype=np.float64).reshape(want.shape)
+            first_compile[system] = (time.perf_counter() - start) * 1e3
+            errors[system] = float(np.abs(got - want).max())
+            if errors[system] <= RTOL * scale:
+                compilers[system] = compile_once
+            else:
+                failures.append(f"gpt2_block {system}: max abs error {errors[system]:.3g} "
+                                f"> {RTOL} x {scale:.3g}")
+        for i in range(args.repeat_compile):
+            if i > 0:
+                reports.append(next(runs))
+            for system, compile_once in compilers.items():
+                print(f"gpt2_block: {system}, compile {i + 1}/{args.repeat_compile}",
+                      file=sys.stderr)
+                gc.collect()
+                stages = compile_once()
+                stages["total"] = sum(stages.values())
+                for stage, ms in stages.items():
+                    samples.setdefault((system, stage), []).append(ms)
+
+    rows = []
+    for mode in GPT2_MODES:
+        ms = [r["compile_ms"] for report in reports for r in report["results"]
+              if r["mode"] == mode and r["threads"] == (1 if mode == "-O0" else THREADS)]
+        if ms:
+            rows.append(("tessera", mode, ms))
+    for system in compilers:
+        stages = [stage for s, stage in samples if s == system]
+        rows += [(system, stage, samples[(system, stage)]) for stage in stages]
+    jax_total = samples.get(("jax", "total"))
+    reference = statistics.median(jax_total) if jax_total else None
+    print(f"compile time of {GPT2_MODEL}, ms, {args.repeat_compile} fresh compiles each")
+    print("| system | mode / stage | median | min | / jax total median |")
+    print("|---|---|---|---|---|")
+    for system, stage, ms in rows:
+        median = statistics.median(ms)
+        ratio = f"{median / reference:.2f}" if reference else "—"
+        print(f"| {system} | {stage} | {median:.1f} | {min(ms):.1f} | {ratio} |")
+    print()
+    print(machine_line(reports[0]))
+    print(f"tessera: compile_ms of tessera-bench (a fresh process per run, "
+          f"{' then '.join(GPT2_MODES)}{'' if THREADS == 1 else '; -O0 runs on 1 thread only'}): "
+          f"the sum of its stages, from the parsed graph to machine code in memory, no call; "
+          f"LLVM's code generation on {min(reports[0]['machine']['cores'], 8)} thread(s), one "
+          f"per core available to the process")
+    if "jax" in compilers:
+        print("jax: trace+lower = jax.jit(f).lower(*args) (Python to a jaxpr to StableHLO), "
+              "XLA compile = .compile() (to an executable), no call; caches cleared, f new each "
+              "time")
+    if "tf-xla" in compilers:
+        print("tf-xla: trace = get_concrete_function(*args) (Python to a TF graph), tf2xla+XLA "
+              "compile = the first call less a steady call "
+              f"({facts['tf-xla']['steady_call_ms']:.2f} ms); a new tf.function each time")
+    versions = {"jax": "jax", "tf-xla": "tensorflow"}
+    print("versions: " + ", ".join(f"{versions[s]} {sys.modules[versions[s]].__version__}"
+                                   for s in peers))
+    if first_compile:
+        print("first compile and call in this process (after imports; lazy start-up "
+              "included), not counted above (ms): "
+              + ", ".join(f"{s} {ms:.1f}" for s, ms in first_compile.items()))
+    print(f"agreement with tessera's output (max |got - want|, rule <= {RTOL} x {scale:.3g}): "
+          + ", ".join(f"{s} {e:.3g}" for s, e in errors.items()))
+    if failures:
+        print("\ndisagreeing (not timed):\n  " + "\n  ".join(failures))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"tessera": reports, "rtol": RTOL, "threads": THREADS,
+                       "max_abs_error": errors, "first_compile_ms": first_compile,
+                       "facts": facts,
+                       "samples_ms": {f"{s} {stage}": ms for (s, stage), ms in samples.items()}},
+                      f, indent=1)
+    return 1 if failures else 0
+
+
+def machine_line(tessera):
+    """The machine and the threads, from a tessera-bench JSON report (its `cores` are those
+    available to it, after this process's affinity)."""
+    m = tessera["machine"]
+    return (f"machine: {m['cpu']}, {os.cpu_count()} core(s), {m['f32_lanes']} f32 lanes; "
+            f"{THREADS} thread(s), pinned to {THREADS} core(s) (tessera-bench saw "
+            f"{m['cores']}); tessera {tessera['commit']}")
+
+
 def chart(path, rows):
     """One panel per workload, a bar per system (median, log scale shared by none)."""
     width, label, bar, gap = 760, 170, 16, 4
@@ -390,13 +688,22 @@ def main():
     parser.add_argument("--chart", help="draw the medians as SVG here")
     parser.add_argument("--threads", type=int, default=1,
                         help="threads (and cores) for every system, tessera included")
+    parser.add_argument("--compile-model", action="store_true",
+                        help=f"compare compile times on {GPT2_MODEL} instead (tessera -O0 and "
+                        "-O3, jax, tf-xla)")
+    parser.add_argument("--repeat-compile", type=int, default=5,
+                        help="fresh compiles per system with --compile-model (default 5)")
     args = parser.parse_args()
+    if args.repeat_compile < 1:
+        sys.exit("compare.py: --repeat-compile must be at least 1")
     args.workload = [w.strip() for w in args.workload.split(",") if w.strip()]
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     unknown = [w for w in args.workload if w not in WORKLOADS] + [
         s for s in systems if s not in SYSTEMS]
     if unknown:
         sys.exit(f"compare.py: unknown workload or system: {', '.join(unknown)}")
+    if args.compile_model:
+        return compile_model(args, systems)
 
     with tempfile.TemporaryDirectory() as scratch:
         tessera = run_tessera(args, os.path.join(scratch, "io"), os.path.join(scratch, "t.json"))
@@ -446,7 +753,7 @@ def main():
     firsts = [r for r in records if r["workload"] == args.workload[0]]
     compile_ms = [r["compile_ms"] for r in tessera["results"]
                   if r["workload"] == args.workload[0] and r["mode"] == "-O3"]
-    print(f"\n{THREADS} thread(s), pinned to {THREADS} core(s)")
+    print("\n" + machine_line(tessera))
     if firsts and compile_ms:
         print(f"\nfirst call, compile included, on {args.workload[0]} (ms): "
               f"tessera -O3 {compile_ms[0]:.1f} + its first call, "
