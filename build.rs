@@ -34,6 +34,7 @@ fn main() {
         .file("src/mlir/cxx/deallocation.cpp")
         .file("src/mlir/cxx/shared_tensors.cpp")
         .file("src/mlir/cxx/kernel_operands.cpp")
+        .file("src/mlir/cxx/module_parts.cpp")
         .file("src/mlir/cxx/llvm_backend.cpp");
     for flag in flags.split_whitespace() {
         build.flag(flag);

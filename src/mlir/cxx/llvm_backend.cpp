@@ -7,6 +7,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "module_parts.h"
+
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
@@ -26,13 +28,10 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Transforms/IPO/MergeFunctions.h"
-#include "llvm/Transforms/Utils/Cloning.h"
 
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -245,129 +244,22 @@ double millisecondsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-/// An assignment of `module`'s definitions to `count` parts that compile independently: each
-/// group of functions that must stay together (a function and the callers it may inline
-/// into: everything but the `noinline` kernels) goes to the part with the fewest
-/// instructions so far, largest groups first. Empty when the module holds something the
-/// parts could not share (aliases, ifuncs).
-std::map<const llvm::Function *, unsigned> partition(llvm::Module &module, unsigned count) {
-  std::map<const llvm::Function *, unsigned> part;
-  if (!module.alias_empty() || !module.ifunc_empty())
-    return part;
-  std::map<const llvm::Function *, const llvm::Function *> leader;
-  std::function<const llvm::Function *(const llvm::Function *)> find =
-      [&](const llvm::Function *function) {
-        const llvm::Function *&up = leader[function];
-        if (!up || up == function)
-          return up = function;
-        return up = find(up);
-      };
-  for (llvm::Function &function : module) {
-    if (function.isDeclaration())
-      continue;
-    find(&function);
-    if (function.hasFnAttribute(llvm::Attribute::NoInline))
-      continue;
-    for (const llvm::User *user : function.users())
-      if (auto *instruction = llvm::dyn_cast<llvm::Instruction>(user))
-        leader[find(&function)] = find(instruction->getFunction());
-  }
-  std::map<const llvm::Function *, size_t> groupSize;
-  for (llvm::Function &function : module)
-    if (!function.isDeclaration())
-      groupSize[find(&function)] += function.getInstructionCount() + 1;
-  std::vector<std::pair<size_t, const llvm::Function *>> groups;
-  for (auto [group, size] : groupSize)
-    groups.emplace_back(size, group);
-  std::sort(groups.begin(), groups.end(), [](const auto &a, const auto &b) {
-    return a.first != b.first ? a.first > b.first
-                              : a.second->getName() < b.second->getName();
-  });
-  std::vector<size_t> load(count, 0);
-  std::map<const llvm::Function *, unsigned> groupPart;
-  for (auto [size, group] : groups) {
-    unsigned lightest = std::min_element(load.begin(), load.end()) - load.begin();
-    groupPart[group] = lightest;
-    load[lightest] += size;
-  }
-  for (llvm::Function &function : module)
-    if (!function.isDeclaration())
-      part[&function] = groupPart[find(&function)];
-  return part;
-}
-
-/// Whether `value` is used by a function of another part than `home`, or by a constant
-/// outside any function.
-bool usedAcrossParts(const llvm::Value &value, unsigned home,
-                     const std::map<const llvm::Function *, unsigned> &part) {
-  for (const llvm::User *user : value.users()) {
-    if (auto *instruction = llvm::dyn_cast<llvm::Instruction>(user)) {
-      if (part.at(instruction->getFunction()) != home)
-        return true;
-    } else if (!llvm::isa<llvm::Instruction>(user)) {
-      return true;
-    }
-  }
-  return false;
-}
-
-/// Splits `module` into the parts `part` assigns, as bitcode: each part defines its own
-/// functions, and its own copy of every internal constant it reads (a kernel still folds the
-/// loads of a mask or a table); other globals live in part 0. What one part uses of another's
-/// becomes external with hidden visibility.
-std::vector<llvm::SmallVector<char, 0>>
-splitIntoParts(llvm::Module &module, const std::map<const llvm::Function *, unsigned> &part,
-               unsigned count) {
-  auto duplicated = [](const llvm::GlobalVariable &global) {
-    return global.isConstant() && global.hasLocalLinkage();
-  };
-  for (llvm::Function &function : module)
-    if (!function.isDeclaration() && function.hasLocalLinkage() &&
-        usedAcrossParts(function, part.at(&function), part)) {
-      function.setLinkage(llvm::GlobalValue::ExternalLinkage);
-      function.setVisibility(llvm::GlobalValue::HiddenVisibility);
-    }
-  for (llvm::GlobalVariable &global : module.globals())
-    if (!global.isDeclaration() && !duplicated(global) && global.hasLocalLinkage()) {
-      global.setLinkage(llvm::GlobalValue::ExternalLinkage);
-      global.setVisibility(llvm::GlobalValue::HiddenVisibility);
-    }
-  std::vector<llvm::SmallVector<char, 0>> bitcode(count);
-  for (unsigned index = 0; index < count; ++index) {
-    llvm::ValueToValueMapTy map;
-    std::unique_ptr<llvm::Module> copy =
-        llvm::CloneModule(module, map, [&](const llvm::GlobalValue *value) {
-          if (auto *function = llvm::dyn_cast<llvm::Function>(value))
-            return part.at(function) == index;
-          if (auto *global = llvm::dyn_cast<llvm::GlobalVariable>(value))
-            return duplicated(*global) || index == 0;
-          return true;
-        });
-    llvm::raw_svector_ostream stream(bitcode[index]);
-    llvm::WriteBitcodeToFile(*copy, stream);
-  }
-  return bitcode;
-}
-
 /// Object files for `module`, optimized and compiled as `options` say: identical functions
-/// merged, then split into up to `parts` parts (`partition`: kernels spread by size, each
-/// entry with what it inlines) that are optimized and compiled on as many threads, each in
-/// its own LLVM context with its own target machine (neither is thread-safe). The kernels
-/// take bare pointers and nothing of them is left for a whole-module pass to specialize, so
-/// optimizing them apart loses nothing. With one part the whole module is optimized, then
-/// compiled. `optimizing` receives the milliseconds of optimization (the longest part's).
+/// merged, then, with `parts` of at least 1, split into up to that many parts per level
+/// (`tessera::splitIntoParts`: kernels spread by size, each entry with what it inlines, tiny
+/// kernels at level 0) that are optimized and compiled on a thread each, in an LLVM context
+/// and with a target machine of their own (neither is thread-safe). The kernels take bare
+/// pointers and nothing of them is left for a whole-module pass to specialize, so optimizing
+/// them apart loses nothing. With `parts` 0 (or a module that does not split) the whole
+/// module is optimized, then compiled into one object. `optimizing` receives the milliseconds
+/// of optimization (the longest part's).
 llvm::Expected<std::vector<std::unique_ptr<llvm::MemoryBuffer>>>
 compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options &options,
                unsigned parts, double &optimizing) {
   mergeFunctions(module);
-  unsigned defined = 0;
-  for (llvm::Function &function : module)
-    defined += !function.isDeclaration();
-  std::map<const llvm::Function *, unsigned> assignment;
-  if (parts > 1 && defined > 1)
-    assignment = partition(module, std::min(parts, defined));
+  std::vector<tessera::ModulePart> split = tessera::splitIntoParts(module, parts, options.level);
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects;
-  if (assignment.empty()) {
+  if (split.empty()) {
     auto start = std::chrono::steady_clock::now();
     optimize(module, machine, options);
     optimizing = millisecondsSince(start);
@@ -377,17 +269,15 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
     objects.push_back(std::move(*object));
     return objects;
   }
-  std::vector<llvm::SmallVector<char, 0>> bitcode =
-      splitIntoParts(module, assignment, std::min(parts, defined));
-  objects.resize(bitcode.size());
-  std::vector<std::string> errors(bitcode.size());
-  std::vector<double> optimized(bitcode.size(), 0);
+  objects.resize(split.size());
+  std::vector<std::string> errors(split.size());
+  std::vector<double> optimized(split.size(), 0);
   std::vector<std::thread> threads;
-  for (size_t index = 0; index < bitcode.size(); ++index) {
+  for (size_t index = 0; index < split.size(); ++index) {
     threads.emplace_back([&, index] {
       llvm::LLVMContext context;
-      llvm::MemoryBufferRef buffer(llvm::StringRef(bitcode[index].data(), bitcode[index].size()),
-                                   "part");
+      const llvm::SmallVector<char, 0> &bitcode = split[index].bitcode;
+      llvm::MemoryBufferRef buffer(llvm::StringRef(bitcode.data(), bitcode.size()), "part");
       auto part = llvm::parseBitcodeFile(buffer, context);
       if (!part) {
         errors[index] = llvm::toString(part.takeError());
@@ -399,7 +289,7 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
         return;
       }
       auto start = std::chrono::steady_clock::now();
-      optimize(**part, **partMachine, options);
+      optimize(**part, **partMachine, Options{split[index].level, options.unroll});
       optimized[index] = millisecondsSince(start);
       auto object = emitObject(**part, **partMachine);
       if (!object) {
@@ -528,7 +418,7 @@ bool tesseraWriteObjectFile(MlirOperation operation, unsigned level, bool unroll
     return false;
   }
   double optimizing = 0;
-  auto objects = compileObjects(*module, **machine, options, 1, optimizing);
+  auto objects = compileObjects(*module, **machine, options, 0, optimizing);
   if (!objects) {
     *error = copyMessage(llvm::toString(objects.takeError()));
     return false;

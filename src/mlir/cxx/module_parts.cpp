@@ -1,0 +1,165 @@
+//! Splitting an LLVM module into parts that are optimized and compiled independently, on
+//! threads of their own, each at the optimization level its functions' work earns.
+
+#include "module_parts.h"
+
+#include "llvm/Analysis/AssumptionCache.h"
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/Analysis/ScalarEvolution.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Triple.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+namespace tessera {
+
+uint64_t estimatedWork(llvm::Function &function) {
+  llvm::TargetLibraryInfoImpl libraryInfo(llvm::Triple(function.getParent()->getTargetTriple()));
+  llvm::TargetLibraryInfo library(libraryInfo, &function);
+  llvm::AssumptionCache assumptions(function);
+  llvm::DominatorTree dominators(function);
+  llvm::LoopInfo loops(dominators);
+  llvm::ScalarEvolution evolution(function, library, assumptions, dominators, loops);
+  uint64_t work = 0;
+  for (llvm::BasicBlock &block : function) {
+    uint64_t times = 1;
+    for (llvm::Loop *loop = loops.getLoopFor(&block); loop; loop = loop->getParentLoop()) {
+      unsigned trips = evolution.getSmallConstantMaxTripCount(loop);
+      if (trips == 0)
+        return UINT64_MAX;
+      times = times > UINT64_MAX / trips ? UINT64_MAX : times * trips;
+    }
+    uint64_t instructions = block.size();
+    if (times > (UINT64_MAX - work) / instructions)
+      return UINT64_MAX;
+    work += times * instructions;
+  }
+  return work;
+}
+
+namespace {
+
+/// Groups of functions that must stay in one part, by a representative of each: a function
+/// joins the group of every function that uses it, unless it is `noinline` (a kernel).
+class Groups {
+public:
+  explicit Groups(llvm::Module &module) {
+    for (llvm::Function &function : module) {
+      if (function.isDeclaration())
+        continue;
+      find(&function);
+      if (function.hasFnAttribute(llvm::Attribute::NoInline))
+        continue;
+      for (const llvm::User *user : function.users())
+        if (auto *instruction = llvm::dyn_cast<llvm::Instruction>(user))
+          leader[find(&function)] = find(instruction->getFunction());
+    }
+  }
+
+  /// The representative of `function`'s group.
+  const llvm::Function *find(const llvm::Function *function) {
+    const llvm::Function *&up = leader[function];
+    if (!up || up == function)
+      return up = function;
+    return up = find(up);
+  }
+
+private:
+  std::map<const llvm::Function *, const llvm::Function *> leader;
+};
+
+/// Whether `value` is used by a function of another part than `home`, or by a constant
+/// outside any function.
+bool usedAcrossParts(const llvm::Value &value, unsigned home,
+                     const std::map<const llvm::Function *, unsigned> &part) {
+  for (const llvm::User *user : value.users()) {
+    if (auto *instruction = llvm::dyn_cast<llvm::Instruction>(user)) {
+      if (part.at(instruction->getFunction()) != home)
+        return true;
+    } else {
+      return true;
+    }
+  }
+  return false;
+}
+
+} // namespace
+
+std::vector<ModulePart> splitIntoParts(llvm::Module &module, unsigned count, unsigned level) {
+  if (!module.alias_empty() || !module.ifunc_empty() || count == 0)
+    return {};
+  Groups groups(module);
+  struct Group {
+    size_t size = 0;
+    bool tiny = true;
+  };
+  std::map<const llvm::Function *, Group> byLeader;
+  for (llvm::Function &function : module) {
+    if (function.isDeclaration())
+      continue;
+    Group &group = byLeader[groups.find(&function)];
+    group.size += function.getInstructionCount() + 1;
+    group.tiny = group.tiny && estimatedWork(function) <= TINY_KERNEL_WORK;
+  }
+  std::vector<std::pair<const llvm::Function *, Group>> ordered(byLeader.begin(),
+                                                                byLeader.end());
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const auto &a, const auto &b) { return a.second.size > b.second.size; });
+  // Parts [0, count) are at `level`, [count, 2 count) at 0; empty ones are dropped below.
+  std::vector<size_t> load(2 * count, 0);
+  std::map<const llvm::Function *, unsigned> partOfGroup;
+  for (const auto &[leader, group] : ordered) {
+    unsigned first = group.tiny && level > 0 ? count : 0;
+    auto lightest = std::min_element(load.begin() + first, load.begin() + first + count);
+    partOfGroup[leader] = lightest - load.begin();
+    *lightest += group.size;
+  }
+  std::map<const llvm::Function *, unsigned> part;
+  for (llvm::Function &function : module)
+    if (!function.isDeclaration())
+      part[&function] = partOfGroup[groups.find(&function)];
+  std::vector<unsigned> used;
+  for (unsigned index = 0; index < load.size(); ++index)
+    if (load[index] > 0)
+      used.push_back(index);
+  auto duplicated = [](const llvm::GlobalVariable &global) {
+    return global.isConstant() && global.hasLocalLinkage();
+  };
+  for (llvm::Function &function : module)
+    if (!function.isDeclaration() && function.hasLocalLinkage() &&
+        usedAcrossParts(function, part.at(&function), part)) {
+      function.setLinkage(llvm::GlobalValue::ExternalLinkage);
+      function.setVisibility(llvm::GlobalValue::HiddenVisibility);
+    }
+  for (llvm::GlobalVariable &global : module.globals())
+    if (!global.isDeclaration() && !duplicated(global) && global.hasLocalLinkage()) {
+      global.setLinkage(llvm::GlobalValue::ExternalLinkage);
+      global.setVisibility(llvm::GlobalValue::HiddenVisibility);
+    }
+  std::vector<ModulePart> parts;
+  for (unsigned index : used) {
+    llvm::ValueToValueMapTy map;
+    std::unique_ptr<llvm::Module> copy =
+        llvm::CloneModule(module, map, [&](const llvm::GlobalValue *value) {
+          if (auto *function = llvm::dyn_cast<llvm::Function>(value))
+            return part.at(function) == index;
+          if (auto *global = llvm::dyn_cast<llvm::GlobalVariable>(value))
+            return duplicated(*global) || index == used.front();
+          return true;
+        });
+    ModulePart result{{}, index < count ? level : 0};
+    llvm::raw_svector_ostream stream(result.bitcode);
+    llvm::WriteBitcodeToFile(*copy, stream);
+    parts.push_back(std::move(result));
+  }
+  return parts;
+}
+
+} // namespace tessera
