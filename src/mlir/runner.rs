@@ -5,7 +5,7 @@
 use crate::crash::{reproducer_path, Activity};
 use crate::diag::Diagnostic;
 use crate::mlir::pipeline::{Element, Pipeline};
-use crate::mlir::stages::{expect_mlir, run_upstream, Program, StageEnv};
+use crate::mlir::stages::{expect_mlir, run_upstream, verify_step, Program, StageEnv};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -99,7 +99,8 @@ pub fn run_pipeline<'c>(
             Element::Upstream(text) => expect_mlir(program, &name).and_then(|mut module| {
                 run_upstream(env, &mut module, text, &name).map(|()| Program::Mlir(module))
             }),
-        };
+        }
+        .and_then(|program| verify_step(env, program, &name));
         times.push(StepTime {
             name: name.clone(),
             time: start.elapsed(),
