@@ -26,14 +26,15 @@ func.func @readers(%x: tensor<4xf32>, %b: tensor<4xf32> {bufferization.writable 
 
 // One zero fill that two matmuls accumulate into (as CSE leaves it) becomes a fill for each,
 // on an empty tensor of its own: each needs a zeroed buffer of its own, which bufferization
-// would otherwise copy.
+// would otherwise copy. Each new fill is made right before its matmul, not with the shared
+// one at the top, so that its buffer is not held from the start of the function.
 // CHECK-LABEL: func.func @accumulators
 // CHECK: %[[E0:.*]] = tensor.empty()
 // CHECK-NEXT: %[[F0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[E0]] : tensor<4x4xf32>)
+// CHECK-NEXT: linalg.matmul ins(%arg0, %arg1 {{.*}} outs(%[[F0]] : tensor<4x4xf32>)
 // CHECK-NEXT: %[[E1:.*]] = tensor.empty()
 // CHECK-NEXT: %[[F1:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[E1]] : tensor<4x4xf32>)
-// CHECK-DAG: linalg.matmul {{.*}} outs(%[[F0]] : tensor<4x4xf32>)
-// CHECK-DAG: linalg.matmul {{.*}} outs(%[[F1]] : tensor<4x4xf32>)
+// CHECK-NEXT: linalg.matmul ins(%arg1, %arg0 {{.*}} outs(%[[F1]] : tensor<4x4xf32>)
 func.func @accumulators(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>) {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<4x4xf32>

@@ -38,3 +38,24 @@ func.func @two_nests(%x: memref<4xf32>, %y: memref<4xf32>) -> f32 {
   %r = memref.load %y[%c0] : memref<4xf32>
   return %r : f32
 }
+
+// A constant that ops inside a nest read is copied to the start of the nest's body: the
+// outlined kernel holds it instead of taking it as an argument (which a kernel compiled in
+// another LLVM part than its caller would keep). The bounds stay outside, with the loop.
+// CHECK-LABEL: func.func @inner_constant
+// CHECK: scf.for
+// CHECK-NEXT: %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
+// CHECK-NEXT: memref.load
+// CHECK-NEXT: arith.mulf %{{.*}}, %[[TWO]] : f32
+func.func @inner_constant(%y: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  %two = arith.constant 2.0 : f32
+  scf.for %i = %c0 to %c4 step %c1 {
+    %v = memref.load %y[%i] : memref<4xf32>
+    %w = arith.mulf %v, %two : f32
+    memref.store %w, %y[%i] : memref<4xf32>
+  } {tessera.kernel}
+  return
+}

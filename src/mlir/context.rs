@@ -23,7 +23,8 @@ extern "C" {
     fn tesseraRegisterDeallocationPass();
     /// Registers `tessera-split-shared-tensors` (src/mlir/cxx/shared_tensors.cpp).
     fn tesseraRegisterSharedTensorsPass();
-    /// Registers `tessera-localize-kernel-operands` (src/mlir/cxx/kernel_operands.cpp).
+    /// Registers `tessera-localize-kernel-operands` and `tessera-prune-kernel-arguments`
+    /// (src/mlir/cxx/kernel_operands.cpp).
     fn tesseraRegisterKernelOperandsPass();
 }
 

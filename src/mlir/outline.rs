@@ -76,6 +76,9 @@ pub fn outline_kernels(
     // call), and LLVM knows the trip counts again.
     run_upstream(env, module, "sccp,canonicalize", stage)?;
     merge_identical_kernels(env, module);
+    // What SCCP propagated in is no longer passed: a kernel in another LLVM part than its
+    // caller keeps every argument it has (an 800-op chain's calls passed 7200 constants).
+    run_upstream(env, module, "tessera-prune-kernel-arguments", stage)?;
     pass_bare_pointers(env, module);
     Ok(())
 }

@@ -4,13 +4,17 @@
 //! (both fold away after outlining). Outlining a region replaces the uses inside it of each
 //! value it captures by scanning every use of that value in the function: with constants and
 //! weights that every nest reads, quadratic in the number of nests (0.6 s of 1 s of
-//! tessera-lower-to-llvm on an 800-op chain op by op). Registered with MLIR from here (the FFI
+//! tessera-lower-to-llvm on an 800-op chain op by op). After outlining,
+//! `tessera-prune-kernel-arguments` drops the arguments a kernel no longer reads (bounds that
+//! SCCP propagated back in) from it and its calls. Registered with MLIR from here (the FFI
 //! boundary; called from `src/mlir/context.rs`).
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassRegistry.h"
 
 namespace {
@@ -25,22 +29,31 @@ bool definedOutside(mlir::Value value, mlir::Operation *nest) {
 }
 
 /// Makes every operand in `nest` (its own and those of the ops inside it) that comes from
-/// outside read a value made for `nest` alone, right before it.
+/// outside read a value made for `nest` alone: a constant that ops inside it read is copied
+/// to the start of its body, so that the outlined kernel holds it instead of taking it as an
+/// argument (a kernel of another LLVM part cannot have its arguments specialized away: 800
+/// calls each passing a constant vector of 64 floats took 0.9 s of register allocation);
+/// the nest's own operands (its bounds) and other values are made right before it.
 void localize(mlir::Operation *nest) {
-  mlir::OpBuilder builder(nest);
-  llvm::DenseMap<mlir::Value, mlir::Value> local;
+  mlir::OpBuilder before(nest);
+  mlir::OpBuilder inside(nest->getContext());
+  inside.setInsertionPointToStart(&nest->getRegion(0).front());
+  llvm::DenseMap<mlir::Value, mlir::Value> outer, inner;
   nest->walk([&](mlir::Operation *op) {
+    bool own = op == nest;
     for (mlir::OpOperand &operand : op->getOpOperands()) {
       mlir::Value value = operand.get();
       if (!definedOutside(value, nest))
         continue;
-      auto [entry, inserted] = local.try_emplace(value);
+      mlir::Operation *producer = value.getDefiningOp();
+      bool constant = producer && producer->getNumResults() == 1 &&
+                      mlir::matchPattern(value, mlir::m_Constant());
+      auto [entry, inserted] = (constant && !own ? inner : outer).try_emplace(value);
       if (inserted) {
-        mlir::Operation *producer = value.getDefiningOp();
-        if (producer && producer->getNumResults() == 1 && mlir::matchPattern(value, mlir::m_Constant()))
-          entry->second = builder.clone(*producer)->getResult(0);
+        if (constant)
+          entry->second = (own ? before : inside).clone(*producer)->getResult(0);
         else
-          entry->second = builder
+          entry->second = before
                               .create<mlir::UnrealizedConversionCastOp>(
                                   value.getLoc(), value.getType(), value)
                               .getResult(0);
@@ -73,8 +86,55 @@ struct KernelOperands
   }
 };
 
+struct PruneKernelArguments
+    : public mlir::PassWrapper<PruneKernelArguments, mlir::OperationPass<mlir::ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(PruneKernelArguments)
+
+  llvm::StringRef getArgument() const final { return "tessera-prune-kernel-arguments"; }
+
+  llvm::StringRef getDescription() const final {
+    return "Drop the arguments a private function does not read from it and from its calls "
+           "(when direct calls are its only uses)";
+  }
+
+  void runOnOperation() override {
+    mlir::ModuleOp module = getOperation();
+    // One walk for every use of every symbol: per function it would be quadratic.
+    llvm::DenseMap<mlir::StringAttr, llvm::SmallVector<mlir::func::CallOp>> calls;
+    llvm::DenseSet<mlir::StringAttr> otherwiseUsed;
+    if (auto uses = mlir::SymbolTable::getSymbolUses(&module.getBodyRegion())) {
+      for (const mlir::SymbolTable::SymbolUse &use : *uses) {
+        mlir::StringAttr name = use.getSymbolRef().getRootReference();
+        auto call = mlir::dyn_cast<mlir::func::CallOp>(use.getUser());
+        if (call && use.getSymbolRef().getNestedReferences().empty())
+          calls[name].push_back(call);
+        else
+          otherwiseUsed.insert(name);
+      }
+    } else {
+      return;
+    }
+    for (mlir::func::FuncOp function : module.getOps<mlir::func::FuncOp>()) {
+      if (!function.isPrivate() || function.isExternal() ||
+          otherwiseUsed.contains(function.getSymNameAttr()))
+        continue;
+      llvm::BitVector unread(function.getNumArguments());
+      for (mlir::BlockArgument argument : function.getArguments())
+        unread[argument.getArgNumber()] = argument.use_empty();
+      if (unread.none())
+        continue;
+      function.eraseArguments(unread);
+      for (mlir::func::CallOp call : calls.lookup(function.getSymNameAttr()))
+        call->eraseOperands(unread);
+    }
+  }
+};
+
 } // namespace
 
-/// Registers `tessera-localize-kernel-operands` with MLIR's pass registry. Call once, before
-/// parsing pipelines.
-extern "C" void tesseraRegisterKernelOperandsPass() { mlir::PassRegistration<KernelOperands>(); }
+/// Registers `tessera-localize-kernel-operands` and `tessera-prune-kernel-arguments` with
+/// MLIR's pass registry. Call once, before parsing pipelines.
+extern "C" void tesseraRegisterKernelOperandsPass() {
+  mlir::PassRegistration<KernelOperands>();
+  mlir::PassRegistration<PruneKernelArguments>();
+}

@@ -72,7 +72,9 @@ bool writesInto(mlir::OpOperand &use) {
 }
 
 /// Gives every op but the first that writes into the result of `fill` a fill of its own,
-/// made right after it.
+/// made right before that op (or its ancestor in `fill`'s block; right after `fill` when it
+/// has none there): CSE had left the one fill at the top of the function, and copies there
+/// would make every buffer live from the start.
 void splitFill(mlir::linalg::FillOp fill) {
   if (!fill.hasPureTensorSemantics())
     return;
@@ -82,12 +84,23 @@ void splitFill(mlir::linalg::FillOp fill) {
       writers.push_back(&use);
   if (writers.size() < 2)
     return;
+  // The first writer in the block keeps `fill` (a use list runs newest first).
+  mlir::Block *block = fill->getBlock();
+  auto position = [&](mlir::OpOperand *use) { return block->findAncestorOpInBlock(*use->getOwner()); };
+  std::stable_sort(writers.begin(), writers.end(), [&](mlir::OpOperand *a, mlir::OpOperand *b) {
+    mlir::Operation *x = position(a), *y = position(b);
+    return x && (!y || x->isBeforeInBlock(y));
+  });
   mlir::OpBuilder builder(fill);
-  builder.setInsertionPointAfter(fill);
   // A fill's destination is an empty tensor that would be shared in turn: each copy fills
   // an empty tensor of its own.
   mlir::Operation *empty = fill.getOutputs()[0].getDefiningOp<mlir::tensor::EmptyOp>();
   for (mlir::OpOperand *writer : llvm::drop_begin(writers)) {
+    mlir::Operation *place = position(writer);
+    if (place && fill->isBeforeInBlock(place))
+      builder.setInsertionPoint(place);
+    else
+      builder.setInsertionPointAfter(fill);
     mlir::Operation *destination = empty ? builder.clone(*empty) : nullptr;
     mlir::Operation *copy = builder.clone(*fill);
     if (destination)
