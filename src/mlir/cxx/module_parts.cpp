@@ -106,7 +106,8 @@ std::vector<ModulePart> splitIntoParts(llvm::Module &module, unsigned count, uns
       continue;
     Group &group = byLeader[groups.find(&function)];
     group.size += function.getInstructionCount() + 1;
-    group.tiny = group.tiny && estimatedWork(function) <= TINY_KERNEL_WORK;
+    // At level 0 every part is unoptimized: the work estimate (an SCEV per function) is moot.
+    group.tiny = group.tiny && (level == 0 || estimatedWork(function) <= TINY_KERNEL_WORK);
   }
   std::vector<std::pair<const llvm::Function *, Group>> ordered(byLeader.begin(),
                                                                 byLeader.end());
