@@ -38,6 +38,15 @@ pub trait OpDef: Evaluate + Sync + 'static {
         0
     }
 
+    /// Whether each result element is a sum of many rounded terms (a reduction's sum, a
+    /// matmul's or convolution's dot products): compiled code adds them in another order, or
+    /// in a wider type, and its result differs from the reference's by roundings at the size
+    /// of the partial sums, which the sum of the terms' magnitudes (the op on its operands'
+    /// absolute values) bounds, not at the size of a result that cancels to near zero.
+    fn accumulates(&self) -> bool {
+        false
+    }
+
     /// How the op becomes MLIR (`None`: it decomposes first).
     #[cfg(feature = "mlir")]
     fn converter(&self) -> Option<&dyn crate::mlir::lowering::ConvertToMlir> {

@@ -1,6 +1,7 @@
 //! The reference interpreter: runs a function of a verified module on host tensors, op by op,
 //! with each op's [`Evaluate`](crate::exec::evaluate::Evaluate) semantics.
 
+use crate::dialect::OpDef;
 use crate::exec::evaluate::{EvalContext, EvalError};
 use crate::exec::tensor::Tensor;
 use crate::ir::{Func, Module, OpKind, Operation, ValueId};
@@ -21,16 +22,28 @@ pub fn interpret(
     func: usize,
     inputs: &[Tensor],
 ) -> Result<Vec<Tensor>, EvalError> {
-    interpret_adjusting(module, func, inputs, &mut |_| {})
+    interpret_adjusting(module, func, inputs, &mut |_, _| {})
 }
 
-/// [`interpret`], with `adjust` applied to every result of every op (in callees too) before
-/// later ops read it: the sensitivity analysis moves each one by a rounding.
+/// A dialect op the interpreter has just evaluated, as [`interpret_adjusting`]'s hook sees it:
+/// its definition and what it was evaluated on, so that the hook can evaluate it again.
+pub struct Evaluated<'e, 'a> {
+    /// The op.
+    pub def: &'static dyn OpDef,
+    /// Its operands, attributes and result types.
+    pub ctx: &'e EvalContext<'a>,
+}
+
+/// What [`interpret_adjusting`] calls on the results of every dialect op.
+pub type Adjust<'h> = dyn FnMut(&mut [Tensor], &Evaluated<'_, '_>) + 'h;
+
+/// [`interpret`], with `adjust` applied to the results of every dialect op (in callees too)
+/// before later ops read them: the sensitivity analysis moves each one by a rounding.
 pub fn interpret_adjusting(
     module: &Module,
     func: usize,
     inputs: &[Tensor],
-    adjust: &mut dyn FnMut(&mut Tensor),
+    adjust: &mut Adjust<'_>,
 ) -> Result<Vec<Tensor>, EvalError> {
     let f = module.funcs.get(func).ok_or_else(|| {
         EvalError(format!(
@@ -75,7 +88,7 @@ fn run(
     module: &Module,
     f: &Func,
     inputs: &[Tensor],
-    adjust: &mut dyn FnMut(&mut Tensor),
+    adjust: &mut Adjust<'_>,
 ) -> Result<Vec<Tensor>, EvalError> {
     let mut values: Vec<Option<Tensor>> = vec![None; f.values.len()];
     for (&param, input) in f.params.iter().zip(inputs) {
@@ -93,11 +106,8 @@ fn run(
                 .iter()
                 .map(|&id| value_type(f, id).cloned())
                 .collect::<Result<Vec<TensorType>, EvalError>>()?;
-            let mut results = evaluate_op(module, f, op, &operands, &result_types, adjust)?;
+            let results = evaluate_op(module, f, op, &operands, &result_types, adjust)?;
             check_results(f, op, &results, &result_types)?;
-            if let OpKind::Dialect(_) = op.kind {
-                results.iter_mut().for_each(&mut *adjust);
-            }
             results
         };
         for (&id, result) in op.results.iter().zip(results) {
@@ -117,7 +127,7 @@ fn evaluate_op(
     op: &Operation,
     operands: &[&Tensor],
     result_types: &[TensorType],
-    adjust: &mut dyn FnMut(&mut Tensor),
+    adjust: &mut Adjust<'_>,
 ) -> Result<Vec<Tensor>, EvalError> {
     match op.kind {
         OpKind::Dialect(def) => {
@@ -137,8 +147,11 @@ fn evaluate_op(
                 literal: op.literal.as_ref(),
                 result_types,
             };
-            def.evaluate(&ctx)
-                .map_err(|e| EvalError(format!("in @{}: '{name}': {}", f.name, e.0)))
+            let mut results = def
+                .evaluate(&ctx)
+                .map_err(|e| EvalError(format!("in @{}: '{name}': {}", f.name, e.0)))?;
+            adjust(&mut results, &Evaluated { def, ctx: &ctx });
+            Ok(results)
         }
         OpKind::Call(callee) => {
             let g = module.funcs.get(callee).ok_or_else(|| {

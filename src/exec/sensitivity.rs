@@ -8,66 +8,110 @@
 //! one ulp, up or down at random (Monte Carlo arithmetic), and measuring how far the results
 //! move tells such a model from a miscompilation.
 //!
+//! The run is of the decomposed module, whose ops are the ones compiled code computes: a
+//! layer norm rounds after its centring, scaling and shift, and a shift that cancels its
+//! scaled input to near zero is off by a rounding of the input, not of the result. An op that
+//! accumulates ([`OpDef::accumulates`](crate::dialect::OpDef::accumulates): sums, dot products) moves by one ulp of the sum of its
+//! terms' magnitudes, at which its partial sums round, in whatever order they are added.
+//!
 //! Integer-valued elements are left as they are: they are what exact ops produce (counts,
 //! masks, `floor`), which compiled code reproduces exactly, and moving them would turn the
 //! discontinuities of the ops that read them (`floor`, comparisons) into a noise floor that
 //! hides real errors.
 
-use crate::exec::interpret::interpret_adjusting;
+use crate::exec::evaluate::EvalContext;
+use crate::exec::interpret::{interpret_adjusting, Evaluated};
 use crate::exec::tensor::{significand_bits, Tensor, TensorData};
 use crate::ir::Module;
 use crate::number::round_to;
+use crate::transforms::decompose::decompose;
 
 /// The perturbed runs of the reference: each moves every float input and op result by one
 /// ulp, up or down at random, with a seed of its own.
 const RUNS: u64 = 2;
 
 /// `tensor` with every float element that is not an integer moved by one ulp of its type, up
-/// or down as `seed`'s stream says (integers and booleans stay).
-fn perturbed(tensor: &Tensor, seed: u64) -> Tensor {
+/// or down as `seed`'s stream says (integers and booleans stay). The ulp is that of the
+/// element, or of the same element of `magnitude` where that is larger (an accumulation's).
+fn perturbed(tensor: &Tensor, magnitude: Option<&Tensor>, seed: u64) -> Tensor {
     let TensorData::Float(values) = &tensor.data else {
         return tensor.clone();
     };
     let bits = significand_bits(tensor.ty.element) as i32;
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let moved = values.iter().map(|&v| {
+    let moved = values.iter().enumerate().map(|(i, &v)| {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
         if !v.is_finite() || v == v.trunc() {
             return v;
         }
-        // One ulp of |v| in a type with `bits` significant bits.
-        let ulp = 2f64.powi(v.abs().log2().floor() as i32 - (bits - 1));
+        let size = magnitude
+            .filter(|m| m.len() == values.len())
+            .map(|m| m.get_f64(i).abs())
+            .filter(|m| m.is_finite())
+            .map_or(v.abs(), |m| m.max(v.abs()));
+        // One ulp of `size` in a type with `bits` significant bits.
+        let ulp = 2f64.powi(size.log2().floor() as i32 - (bits - 1));
         let step = if state & 1 == 0 { ulp } else { -ulp };
         round_to(v + step, tensor.ty.element)
     });
     Tensor::from_f64(&tensor.ty, moved.collect::<Vec<_>>())
 }
 
+/// `tensor` with its float elements replaced by their absolute values.
+fn absolute(tensor: &Tensor) -> Tensor {
+    match &tensor.data {
+        TensorData::Float(values) => Tensor::from_f64(&tensor.ty, values.iter().map(|v| v.abs())),
+        _ => tensor.clone(),
+    }
+}
+
+/// The sizes at which an accumulating op's results round: the op evaluated on its operands'
+/// absolute values (the sums of its terms' magnitudes); `None` for other ops.
+fn rounding_sizes(op: &Evaluated<'_, '_>) -> Option<Vec<Tensor>> {
+    if !op.def.accumulates() {
+        return None;
+    }
+    let absolutes: Vec<Tensor> = op.ctx.operands.iter().map(|t| absolute(t)).collect();
+    let operands: Vec<&Tensor> = absolutes.iter().collect();
+    let ctx = EvalContext {
+        operands: &operands,
+        ..*op.ctx
+    };
+    op.def.evaluate(&ctx).ok()
+}
+
 /// For each result of function `func` of `module` on `inputs` (whose reference results are
 /// `reference`), the largest absolute change of an element when the float inputs and every
-/// op's float results move by one ulp; `None` when a perturbed run fails (a perturbed value
-/// can leave an op's domain).
+/// op's float results (of the decomposed module) move by one rounding; `None` when a perturbed
+/// run fails (a perturbed value can leave an op's domain).
 pub fn sensitivity(
     module: &Module,
     func: usize,
     inputs: &[Tensor],
     reference: &[Tensor],
 ) -> Option<Vec<f64>> {
+    let decomposed = decompose(module).ok()?;
     let mut largest = vec![0.0f64; reference.len()];
     for run in 0..RUNS {
         let moved: Vec<Tensor> = inputs
             .iter()
             .enumerate()
-            .map(|(i, t)| perturbed(t, run * 1_000_003 + i as u64 + 1))
+            .map(|(i, t)| perturbed(t, None, run * 1_000_003 + i as u64 + 1))
             .collect();
         let mut op_results = 0u64;
-        let mut round_differently = |result: &mut Tensor| {
-            op_results += 1;
-            *result = perturbed(result, (run << 32) ^ op_results.wrapping_mul(0x2545_F491));
+        let mut round_differently = |results: &mut [Tensor], op: &Evaluated<'_, '_>| {
+            let sizes = rounding_sizes(op);
+            for (i, result) in results.iter_mut().enumerate() {
+                op_results += 1;
+                let seed = (run << 32) ^ op_results.wrapping_mul(0x2545_F491);
+                let size = sizes.as_ref().and_then(|sizes| sizes.get(i));
+                *result = perturbed(result, size, seed);
+            }
         };
-        let results = interpret_adjusting(module, func, &moved, &mut round_differently).ok()?;
+        let results =
+            interpret_adjusting(&decomposed, func, &moved, &mut round_differently).ok()?;
         for ((change, got), want) in largest.iter_mut().zip(&results).zip(reference) {
             for i in 0..got.len().min(want.len()) {
                 let (g, w) = (got.get_f64(i), want.get_f64(i));
@@ -89,7 +133,7 @@ mod tests {
     fn every_element_but_integers_moves_by_one_ulp_of_its_type() {
         let ty = TensorType::new(vec![5], ElementType::BF16);
         let tensor = Tensor::from_f64(&ty, vec![1.5, -3.25, 0.375, 0.0, -256.0]);
-        let moved = perturbed(&tensor, 7);
+        let moved = perturbed(&tensor, None, 7);
         let TensorData::Float(values) = &moved.data else {
             panic!("floats stay floats");
         };

@@ -28,6 +28,11 @@ static SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Matmul {
+    /// Each element is a dot product.
+    fn accumulates(&self) -> bool {
+        true
+    }
+
     /// A multiply-add per result element and step of the inner dimension.
     fn flops(&self, operands: &[&TensorType], results: &[&TensorType], _: &Attrs) -> u64 {
         let inner = operands[0].shape.last().copied().unwrap_or(0);

@@ -82,6 +82,11 @@ const fn reduce(
 }
 
 impl OpDef for Reduce {
+    /// Sums and means add their elements; maxima and minima round nothing.
+    fn accumulates(&self) -> bool {
+        matches!(self.kind, ReduceKind::Sum | ReduceKind::Mean)
+    }
+
     fn flops(&self, operands: &[&TensorType], _: &[&TensorType], _: &Attrs) -> u64 {
         operands[0].num_elements().unwrap_or(0)
     }

@@ -120,6 +120,11 @@ pub fn geometry(
 }
 
 impl OpDef for Conv2d {
+    /// Each element is a dot product over the filter's taps.
+    fn accumulates(&self) -> bool {
+        true
+    }
+
     /// A multiply-add per output element and filter tap (KH x KW x C), plus the bias.
     fn flops(&self, operands: &[&TensorType], results: &[&TensorType], _: &Attrs) -> u64 {
         let taps: u64 = operands[1].shape[..3].iter().product();

@@ -69,6 +69,11 @@ const fn pool(
 }
 
 impl OpDef for Pool {
+    /// Averages add their window; maxima round nothing.
+    fn accumulates(&self) -> bool {
+        self.kind == PoolKind::Avg
+    }
+
     /// One operation per output element and window position.
     fn flops(&self, _: &[&TensorType], results: &[&TensorType], attrs: &Attrs) -> u64 {
         let window: u64 = attrs

@@ -1,6 +1,7 @@
 //! The noise floor of comparisons (`tessera::exec::sensitivity`) moves op results, not only
 //! inputs: a difference of two values that round differently moves although the inputs the
-//! two share could not move it.
+//! two share could not move it; a sum moves by a rounding of its terms' size, and a
+//! composite op by the roundings of the ops it decomposes into.
 
 use tessera::exec::interpret::interpret;
 use tessera::exec::sensitivity::sensitivity;
@@ -34,5 +35,62 @@ fn every_op_result_moves_by_one_rounding() {
         (1.0..2.001).contains(&ulps),
         "the difference moved by {} ulps of e^1.08",
         ulps
+    );
+}
+
+const CANCELLING_SUM: &str = "func @f(%x: tensor<4x3xf32>) -> tensor<4xf32> {
+  %s = array.reduce_sum %x {axes = [1]} : tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+";
+
+#[test]
+fn a_sum_moves_by_a_rounding_of_its_terms_not_of_its_result() {
+    let file = SourceFile::new("cancelling_sum.tsr", CANCELLING_SUM);
+    let module = load(&file, 0..CANCELLING_SUM.len(), &registry()).expect("valid module");
+    let ty = TensorType::new(vec![4, 3], ElementType::F32);
+    // Each row sums to about 1e-3 from terms of 1000 and -1000 (integers, which stay) and a
+    // small one: compiled code that adds them in another order rounds a partial sum of the
+    // terms' size, by up to one ulp of their magnitudes' sum (2^-13 at 2000), some 2^20 times
+    // the result's own ulp (2^-33 at 1e-3).
+    let small = [1e-3, 2e-3, 3e-3, 4e-3];
+    let x = Tensor::from_f64(&ty, small.iter().flat_map(|&s| [1000.0, -1000.0, s]));
+    let reference = interpret(&module, 0, std::slice::from_ref(&x)).expect("runs");
+    let moved = sensitivity(&module, 0, &[x], &reference).expect("perturbed runs");
+    let ulps = moved[0] / 2f64.powi(-13);
+    assert!(
+        (0.99..1.01).contains(&ulps),
+        "the sum moved by {ulps} ulps of its terms' magnitudes"
+    );
+}
+
+const CANCELLING_NORM: &str =
+    "func @f(%x: tensor<1x2xf32>, %g: tensor<2xf32>, %b: tensor<2xf32>) -> tensor<1x2xf32> {
+  %y = nn.layer_norm %x, %g, %b : tensor<1x2xf32>
+  return %y : tensor<1x2xf32>
+}
+";
+
+#[test]
+fn composite_ops_round_where_their_decomposition_does() {
+    let file = SourceFile::new("cancelling_norm.tsr", CANCELLING_NORM);
+    let module = load(&file, 0..CANCELLING_NORM.len(), &registry()).expect("valid module");
+    let row = TensorType::new(vec![1, 2], ElementType::F32);
+    let vector = TensorType::new(vec![2], ElementType::F32);
+    // Integer inputs, which stay: x = [1, 2] normalizes to about [-1, 1], scaled by 1000 and
+    // shifted by [1000, -1000] to about [0.02, -0.02]. The scaled value rounds at about 1000
+    // (ulp 2^-14) before the shift cancels it; one rounding of the layer norm's result
+    // (ulp 2^-29 at 0.02) misses that.
+    let inputs = [
+        Tensor::from_f64(&row, [1.0, 2.0]),
+        Tensor::from_f64(&vector, [1000.0, 1000.0]),
+        Tensor::from_f64(&vector, [1000.0, -1000.0]),
+    ];
+    let reference = interpret(&module, 0, &inputs).expect("runs");
+    let moved = sensitivity(&module, 0, &inputs, &reference).expect("perturbed runs");
+    let ulps = moved[0] / 2f64.powi(-14);
+    assert!(
+        (0.5..16.0).contains(&ulps),
+        "the layer norm moved by {ulps} ulps of its scaled value"
     );
 }
