@@ -44,6 +44,29 @@ func.func @accumulators(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> (tensor<4x4
   return %p, %q : tensor<4x4xf32>, tensor<4x4xf32>
 }
 
+// An empty tensor that ten ops write into (CSE leaves one) becomes one per eight writers:
+// one alias set of all of them made one-shot bufferization's analysis quadratic.
+// CHECK-LABEL: func.func @writers
+// CHECK: %[[E0:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK-NEXT: %[[E1:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK-NOT: tensor.empty
+// CHECK-COUNT-2: outs(%[[E1]] : tensor<4xf32>)
+// CHECK-COUNT-8: outs(%[[E0]] : tensor<4xf32>)
+func.func @writers(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %r0 = linalg.exp ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %r1 = linalg.exp ins(%r0 : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %r2 = linalg.exp ins(%r1 : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %r3 = linalg.exp ins(%r2 : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %r4 = linalg.exp ins(%r3 : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %r5 = linalg.exp ins(%r4 : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %r6 = linalg.exp ins(%r5 : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %r7 = linalg.exp ins(%r6 : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %r8 = linalg.exp ins(%r7 : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %r9 = linalg.exp ins(%r8 : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  return %r9 : tensor<4xf32>
+}
+
 // The GPT block's eighteen matmuls each fill their accumulator: nothing is copied (each
 // copied a shared zeroed buffer before).
 // GPT-LABEL: IR Dump After tessera-bufferize

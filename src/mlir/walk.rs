@@ -424,45 +424,13 @@ impl<'c> WalkedOp<'c> {
     /// Gives `user` its own copy of this operation, placed just before it, and makes its
     /// operand `position` read that copy. Call it outside a walk: it changes the IR.
     pub fn clone_for(&self, user: &WalkedOp<'c>, position: usize) {
-        self.clone_into_operand(user, position, false);
-    }
-
-    /// Gives `user` its own copy of this operation, placed right after it (in its block, so
-    /// that it dominates every use this one did), and makes operand `position` of `user` read
-    /// that copy. Call it outside a walk: it changes the IR.
-    pub fn clone_here_for(&self, user: &WalkedOp<'c>, position: usize) {
-        self.clone_into_operand(user, position, true);
-    }
-
-    /// Makes operand `position` read result 0 of `producer`. Call it outside a walk.
-    pub fn set_operand_to_result_of(&self, position: usize, producer: &WalkedOp<'c>) {
-        // SAFETY: both operations are live; the caller keeps the types equal and the producer
-        // dominating this operation.
-        unsafe {
-            mlir_sys::mlirOperationSetOperand(
-                self.raw,
-                position as isize,
-                mlir_sys::mlirOperationGetResult(producer.raw, 0),
-            );
-        }
-    }
-
-    /// A copy of this operation read by operand `position` of `user`, inserted right after
-    /// this operation (`here`) or right before `user`.
-    fn clone_into_operand(&self, user: &WalkedOp<'c>, position: usize, here: bool) {
         // SAFETY: both operations live in the same module; the clone is owned by the caller
-        // until it is inserted into a block (after this operation, or before the user), from
-        // where it dominates the user, which then reads its result instead of this
-        // operation's (same type).
+        // until it is inserted into the user's block right before the user, which then reads
+        // its result instead of this operation's (same type).
         unsafe {
             let clone = mlir_sys::mlirOperationClone(self.raw);
-            if here {
-                let block = mlir_sys::mlirOperationGetBlock(self.raw);
-                mlir_sys::mlirBlockInsertOwnedOperationAfter(block, self.raw, clone);
-            } else {
-                let block = mlir_sys::mlirOperationGetBlock(user.raw);
-                mlir_sys::mlirBlockInsertOwnedOperationBefore(block, user.raw, clone);
-            }
+            let block = mlir_sys::mlirOperationGetBlock(user.raw);
+            mlir_sys::mlirBlockInsertOwnedOperationBefore(block, user.raw, clone);
             mlir_sys::mlirOperationSetOperand(
                 user.raw,
                 position as isize,

@@ -57,7 +57,6 @@ impl Stage for Bufferize {
             }
         });
         copy_aliased_results(&module);
-        split_shared_empties(&module);
         run_upstream(env, &mut module, BUFFERIZE, self.name())?;
         number_globals(env.context.context(), &module);
         run_upstream(
@@ -87,55 +86,6 @@ fn copy_aliased_results(module: &melior::ir::Module<'_>) {
         let op = WalkedOp::from_raw(op);
         for index in aliased {
             op.copy_operand(index);
-        }
-    }
-}
-
-/// The most uses one `tensor.empty` keeps through bufferization.
-const EMPTY_USES: usize = 8;
-
-/// Splits the uses of each `tensor.empty` into groups of [`EMPTY_USES`], each group with an
-/// empty tensor of its own. CSE merges the identical empties of a function into one, which
-/// puts every op writing into it in one alias set, and one-shot bufferization's conflict
-/// analysis is quadratic in the size of an alias set (1.7 s of a 400-op chain's 1.9 s in
-/// tessera-bufferize; 17 ms per op at 800 ops). Small groups still share: bufferization then
-/// reuses one buffer for values whose lives do not overlap (one empty per use raised the
-/// seed MLP's peak from 5.6 to 8.6 KB).
-fn split_shared_empties(module: &melior::ir::Module<'_>) {
-    let mut shared = Vec::new();
-    walk(module, |op| {
-        if op.name() == "tensor.empty" {
-            let uses = op.uses();
-            if uses.len() > EMPTY_USES {
-                let groups: Vec<Vec<_>> = uses
-                    .chunks(EMPTY_USES)
-                    .skip(1)
-                    .map(|group| {
-                        group
-                            .iter()
-                            .map(|(user, position)| (user.raw(), *position))
-                            .collect()
-                    })
-                    .collect();
-                shared.push((op.raw(), groups));
-            }
-        }
-    });
-    for (empty, groups) in shared {
-        let empty = WalkedOp::from_raw(empty);
-        for group in groups {
-            let mut users = group.into_iter();
-            let Some((first, position)) = users.next() else {
-                continue;
-            };
-            let first = WalkedOp::from_raw(first);
-            empty.clone_here_for(&first, position);
-            let Some(copy) = first.operand_producer(position) else {
-                continue;
-            };
-            for (user, position) in users {
-                WalkedOp::from_raw(user).set_operand_to_result_of(position, &copy);
-            }
         }
     }
 }
