@@ -115,6 +115,19 @@ struct BackendSymbol {
     address: *mut (),
 }
 
+/// What one part of a compiled module held (`TesseraPart` in llvm_backend.cpp): LLVM optimizes
+/// and compiles a module in parts, each on a thread of its own, tiny kernels at level 0.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LlvmPart {
+    /// The level of LLVM's IR pipeline the part was optimized at.
+    pub level: u32,
+    /// The functions it defined.
+    pub functions: u32,
+    /// Their instructions, before optimization.
+    pub instructions: u64,
+}
+
 /// A compiled module in memory (`TesseraJit` in llvm_backend.cpp).
 #[repr(C)]
 struct BackendJit {
@@ -130,6 +143,9 @@ extern "C" {
         symbols: *const BackendSymbol,
         symbol_count: usize,
         phases: *mut f64,
+        parts: *mut LlvmPart,
+        part_capacity: usize,
+        part_count: *mut usize,
         error: *mut *mut c_char,
     ) -> *mut BackendJit;
     fn tesseraJitLookup(jit: *mut BackendJit, name: *const c_char) -> *mut ();
@@ -250,6 +266,8 @@ pub struct Jit {
     threads: usize,
     /// How long LLVM took to translate, optimize and generate (and link) the code.
     phases: [Duration; 3],
+    /// The parts LLVM compiled the module in.
+    parts: Vec<LlvmPart>,
 }
 
 /// The module attribute `tessera-parallelize` records its thread count in.
@@ -275,8 +293,12 @@ impl Jit {
             .collect();
         let mut error = std::ptr::null_mut();
         let mut phases = [0.0f64; 3];
+        let threads = codegen_threads();
+        // At most one part per thread and optimization level (the module's, and 0).
+        let mut parts = vec![LlvmPart::default(); 2 * threads as usize + 1];
+        let mut part_count = 0usize;
         // SAFETY: the module is live (one that does not translate is reported); `phases` has
-        // the three entries the back end adds to; the symbol
+        // the three entries the back end adds to, `parts` the capacity passed; the symbol
         // table points to NUL-terminated names and to functions with the C signatures
         // compiled code declares for them (`_mlir_memref_to_llvm_alloc(size)`,
         // `_aligned_alloc(alignment, size)`, `_free(ptr)`, `memrefCopy(elemSize, src, dst)`,
@@ -287,10 +309,13 @@ impl Jit {
                 llvm_module.as_operation().to_raw(),
                 options.level.min(3),
                 options.unroll,
-                codegen_threads(),
+                threads,
                 table.as_ptr(),
                 table.len(),
                 phases.as_mut_ptr(),
+                parts.as_mut_ptr(),
+                parts.len(),
+                &mut part_count,
                 &mut error,
             )
         };
@@ -303,6 +328,7 @@ impl Jit {
             signatures,
             threads: 1,
             phases: phases.map(|ms| Duration::from_secs_f64(ms / 1000.0)),
+            parts: parts.into_iter().take(part_count).collect(),
         };
         // Linking is lazy: looking every entry point up now makes compile time include it
         // (as code generation's), and the first call only a call.
@@ -341,6 +367,11 @@ impl Jit {
             ("llvm-optimize", self.phases[1]),
             ("llvm-codegen", self.phases[2]),
         ]
+    }
+
+    /// The parts LLVM optimized and compiled the module in, each on a thread of its own.
+    pub fn parts(&self) -> &[LlvmPart] {
+        &self.parts
     }
 
     /// The threads a call runs on.

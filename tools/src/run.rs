@@ -224,6 +224,17 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
         for step in &times.steps {
             let _ = writeln!(report, "  stage {}: {}", step.name, ms(step.time));
         }
+        let parts: Vec<String> = jit
+            .parts()
+            .iter()
+            .map(|part| {
+                format!(
+                    "-O{} {} function(s), {} instruction(s)",
+                    part.level, part.functions, part.instructions
+                )
+            })
+            .collect();
+        let _ = writeln!(report, "llvm parts: {}", parts.join("; "));
         let _ = writeln!(
             report,
             "compiled code allocated: peak {} bytes in {} allocation(s), {} bytes left unfreed",

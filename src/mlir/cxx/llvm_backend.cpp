@@ -37,6 +37,16 @@
 #include <thread>
 #include <vector>
 
+/// What one part of a compiled module held (`tesseraJitCompile` reports them).
+struct TesseraPart {
+  /// The level of LLVM's IR pipeline it was optimized at.
+  unsigned level;
+  /// The functions it defined.
+  unsigned functions;
+  /// Their instructions, before optimization.
+  uint64_t instructions;
+};
+
 namespace {
 
 /// How a module is optimized and compiled.
@@ -254,14 +264,24 @@ double millisecondsSince(std::chrono::steady_clock::time_point start) {
 /// pointers and nothing of them is left for a whole-module pass to specialize, so optimizing
 /// them apart loses nothing. With `parts` 0 (or a module that does not split) the whole
 /// module is optimized, then compiled into one object. `optimizing` receives the milliseconds
-/// of optimization (the longest part's).
+/// of optimization (the longest part's), `summaries` what each part held.
 llvm::Expected<std::vector<std::unique_ptr<llvm::MemoryBuffer>>>
 compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options &options,
-               unsigned parts, double &optimizing) {
+               unsigned parts, double &optimizing, std::vector<TesseraPart> &summaries) {
   mergeFunctions(module);
   std::vector<tessera::ModulePart> split = tessera::splitIntoParts(module, parts, options.level);
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects;
+  summaries.clear();
+  for (const tessera::ModulePart &part : split)
+    summaries.push_back({part.level, part.functions, part.instructions});
   if (split.empty()) {
+    TesseraPart whole{options.level, 0, 0};
+    for (llvm::Function &function : module)
+      if (!function.isDeclaration()) {
+        ++whole.functions;
+        whole.instructions += function.getInstructionCount();
+      }
+    summaries.push_back(whole);
     auto start = std::chrono::steady_clock::now();
     optimize(module, machine, options);
     optimizing = millisecondsSince(start);
@@ -328,11 +348,13 @@ extern "C" {
 /// Compiles `operation` (a module in the LLVM dialect) at LLVM level `level` (loop unrolling
 /// when `unroll`) into memory on up to `threads` threads; calls to `symbols` resolve to the
 /// addresses given, other external names to the process's. The milliseconds of translation,
-/// optimization and code generation are added to `phases[0..3]`. Returns null with `*error`
-/// set on failure.
+/// optimization and code generation are added to `phases[0..3]`; the parts the module was
+/// split into are described in `parts` (up to `partCapacity` of them), their number stored in
+/// `*partCount`. Returns null with `*error` set on failure.
 TesseraJit *tesseraJitCompile(MlirOperation operation, unsigned level, bool unroll,
                               unsigned threads, const TesseraSymbol *symbols, size_t symbolCount,
-                              double *phases, char **error) {
+                              double *phases, TesseraPart *parts, size_t partCapacity,
+                              size_t *partCount, char **error) {
   Stopwatch watch(phases);
   initializeTarget();
   Options options{level, unroll};
@@ -350,10 +372,13 @@ TesseraJit *tesseraJitCompile(MlirOperation operation, unsigned level, bool unro
     return fail(message);
   watch.lap(0);
   double optimizing = 0;
-  auto objects = compileObjects(*module, **machine, options, threads, optimizing);
+  std::vector<TesseraPart> summaries;
+  auto objects = compileObjects(*module, **machine, options, threads, optimizing, summaries);
   watch.lap(1, optimizing, 2);
   if (!objects)
     return fail(llvm::toString(objects.takeError()));
+  *partCount = summaries.size();
+  std::copy_n(summaries.begin(), std::min(summaries.size(), partCapacity), parts);
   auto target = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!target)
     return fail(llvm::toString(target.takeError()));
@@ -420,7 +445,8 @@ bool tesseraWriteObjectFile(MlirOperation operation, unsigned level, bool unroll
     return false;
   }
   double optimizing = 0;
-  auto objects = compileObjects(*module, **machine, options, 0, optimizing);
+  std::vector<TesseraPart> summaries;
+  auto objects = compileObjects(*module, **machine, options, 0, optimizing, summaries);
   if (!objects) {
     *error = copyMessage(llvm::toString(objects.takeError()));
     return false;

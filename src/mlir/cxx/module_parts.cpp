@@ -155,7 +155,12 @@ std::vector<ModulePart> splitIntoParts(llvm::Module &module, unsigned count, uns
             return duplicated(*global) || index == used.front();
           return true;
         });
-    ModulePart result{{}, index < count ? level : 0};
+    ModulePart result{{}, index < count ? level : 0, 0, 0};
+    for (llvm::Function &function : module)
+      if (!function.isDeclaration() && part.at(&function) == index) {
+        ++result.functions;
+        result.instructions += function.getInstructionCount();
+      }
     llvm::raw_svector_ostream stream(result.bitcode);
     llvm::WriteBitcodeToFile(*copy, stream);
     parts.push_back(std::move(result));

@@ -29,6 +29,10 @@ struct ModulePart {
   llvm::SmallVector<char, 0> bitcode;
   /// The optimization level it earns: `level`, or 0 when all its functions are tiny.
   unsigned level;
+  /// The functions it defines.
+  unsigned functions;
+  /// Their instructions, before optimization.
+  uint64_t instructions;
 };
 
 /// Splits `module` into up to `count` parts per optimization level: each group of functions
