@@ -6,7 +6,8 @@
 //!
 //! The choice: every size is the largest divisor of its extent not above a target, so tiles
 //! stay static (vectorizable, no remainder loops). Cache tiles: 16 rows by 64 columns of the
-//! parallel loops; matmul also blocks K by 256. Register tiles: one row of 16 lanes for
+//! parallel loops (columns in multiples of 8 where the extent is one); matmul also blocks K
+//! by 256. Register tiles: one row of 16 lanes for
 //! elementwise ops, whole rows for reductions, for matmul an outer-product accumulator tile
 //! with K stepped by 1 sized for the host's vector registers (4x16 with AVX2's 16 registers
 //! of 8 lanes, 8x32 with AVX-512's 32 of 16). Along the vector lanes a power of two is
@@ -189,6 +190,22 @@ pub fn divisor_at_most(extent: i64, target: i64) -> i64 {
         .rev()
         .find(|d| extent % d == 0)
         .unwrap_or(1)
+}
+
+/// The lanes a cache tile along the vector lanes keeps whole where its extent allows: 8, a
+/// register of AVX2 and half of one of AVX-512.
+const TILE_LANES: i64 = 8;
+
+/// The largest divisor of `extent` not above `target` that is a multiple of [`TILE_LANES`]
+/// when `extent` is one, else the largest divisor: the register tiles inside then have a
+/// legal vector width (72 columns in tiles of 24, each 3 vectors of 8, not of 36, whose only
+/// register tiles were 12 lanes wide: LLVM widens those to 16 and splits them, and its
+/// instruction selection took twice as long on them).
+pub fn lane_aligned_divisor_at_most(extent: i64, target: i64) -> i64 {
+    if extent <= 0 || extent % TILE_LANES != 0 {
+        return divisor_at_most(extent, target);
+    }
+    TILE_LANES * divisor_at_most(extent / TILE_LANES, (target / TILE_LANES).max(1))
 }
 
 /// The largest power of two that divides `extent` and is not above `target` (1 for an empty
@@ -382,7 +399,11 @@ fn blocks(name: &str, loops: &Loops) -> Vec<i64> {
             }
             parallel_seen += 1;
             let innermost = parallel_seen == parallel_count;
-            let tile = divisor_at_most(extent, if innermost { 64 } else { 16 });
+            let tile = if innermost {
+                lane_aligned_divisor_at_most(extent, 64)
+            } else {
+                divisor_at_most(extent, 16)
+            };
             if innermost {
                 innermost_tile = tile;
             }
@@ -411,6 +432,17 @@ mod tests {
         assert_eq!(divisor_at_most(784, 64), 56);
         assert_eq!(divisor_at_most(13, 8), 1);
         assert_eq!(divisor_at_most(0, 8), 1);
+    }
+
+    #[test]
+    fn cache_tiles_along_the_lanes_keep_whole_registers() {
+        assert_eq!(lane_aligned_divisor_at_most(72, 64), 24);
+        assert_eq!(lane_aligned_divisor_at_most(96, 64), 48);
+        assert_eq!(lane_aligned_divisor_at_most(784, 64), 56);
+        assert_eq!(lane_aligned_divisor_at_most(1024, 64), 64);
+        assert_eq!(lane_aligned_divisor_at_most(8, 64), 8);
+        assert_eq!(lane_aligned_divisor_at_most(10, 64), 10);
+        assert_eq!(lane_aligned_divisor_at_most(0, 64), 1);
     }
 
     #[test]
