@@ -72,12 +72,12 @@ void initializeTarget() {
     // unrolled copies to fold: on vectorized kernels of small shapes (a causal softmax over
     // rows of 7) it unrolled whole loop nests into one block of 900 vector instructions, and
     // the code generator, superlinear in a block's size, took 0.34 s for that one kernel.
-    // A threshold of 100 without the boost leaves run times as they were (tessera-bench -O3,
+    // A threshold of 125 without the boost leaves run times as they were (tessera-bench -O3,
     // W1-W6 and the GPT block within noise) and halves the code of the GPT block; 150 took
-    // the attention of W5 twice as long to compile (327 against 173 ms), 75 made the GPT
-    // block 22% slower to run. These are the process's LLVM options; nothing else in
-    // tessera parses any.
-    const char *arguments[] = {"tessera", "-unroll-threshold=100",
+    // the attention of W5 1.5x as long to compile (410-454 against 272-302 ms), 100 made
+    // the layer norm of W4 7% slower to run (8.0 against 7.45 ms), 75 the GPT block 22%.
+    // These are the process's LLVM options; nothing else in tessera parses any.
+    const char *arguments[] = {"tessera", "-unroll-threshold=125",
                                "-unroll-max-percent-threshold-boost=100"};
     llvm::cl::ParseCommandLineOptions(3, arguments, "", &llvm::errs());
     return true;
