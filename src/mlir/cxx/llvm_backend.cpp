@@ -275,13 +275,9 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
   for (const tessera::ModulePart &part : split)
     summaries.push_back({part.level, part.functions, part.instructions});
   if (split.empty()) {
-    TesseraPart whole{options.level, 0, 0};
-    for (llvm::Function &function : module)
-      if (!function.isDeclaration()) {
-        ++whole.functions;
-        whole.instructions += function.getInstructionCount();
-      }
-    summaries.push_back(whole);
+    tessera::DefinedSize whole =
+        tessera::definedSize(module, [](const llvm::Function &) { return true; });
+    summaries.push_back({options.level, whole.functions, whole.instructions});
     auto start = std::chrono::steady_clock::now();
     optimize(module, machine, options);
     optimizing = millisecondsSince(start);

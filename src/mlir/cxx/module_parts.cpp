@@ -92,6 +92,17 @@ bool usedAcrossParts(const llvm::Value &value, unsigned home,
 
 } // namespace
 
+DefinedSize definedSize(const llvm::Module &module,
+                        llvm::function_ref<bool(const llvm::Function &)> counted) {
+  DefinedSize size;
+  for (const llvm::Function &function : module)
+    if (!function.isDeclaration() && counted(function)) {
+      ++size.functions;
+      size.instructions += function.getInstructionCount();
+    }
+  return size;
+}
+
 std::vector<ModulePart> splitIntoParts(llvm::Module &module, unsigned count, unsigned level) {
   if (!module.alias_empty() || !module.ifunc_empty() || count == 0)
     return {};
@@ -155,12 +166,9 @@ std::vector<ModulePart> splitIntoParts(llvm::Module &module, unsigned count, uns
             return duplicated(*global) || index == used.front();
           return true;
         });
-    ModulePart result{{}, index < count ? level : 0, 0, 0};
-    for (llvm::Function &function : module)
-      if (!function.isDeclaration() && part.at(&function) == index) {
-        ++result.functions;
-        result.instructions += function.getInstructionCount();
-      }
+    DefinedSize size = definedSize(
+        module, [&](const llvm::Function &function) { return part.at(&function) == index; });
+    ModulePart result{{}, index < count ? level : 0, size.functions, size.instructions};
     llvm::raw_svector_ostream stream(result.bitcode);
     llvm::WriteBitcodeToFile(*copy, stream);
     parts.push_back(std::move(result));

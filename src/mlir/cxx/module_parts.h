@@ -3,6 +3,7 @@
 
 #pragma once
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/IR/Module.h"
 
@@ -22,6 +23,14 @@ constexpr uint64_t TINY_KERNEL_WORK = 1 << 12;
 /// The instructions one call of `function` executes: each block's instructions times the
 /// constant trip counts of the loops around it (UINT64_MAX when a count is not constant).
 uint64_t estimatedWork(llvm::Function &function);
+
+/// How many functions `module` defines for which `counted` holds, and their instructions.
+struct DefinedSize {
+  unsigned functions = 0;
+  uint64_t instructions = 0;
+};
+DefinedSize definedSize(const llvm::Module &module,
+                        llvm::function_ref<bool(const llvm::Function &)> counted);
 
 /// One part of a split module.
 struct ModulePart {
