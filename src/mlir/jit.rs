@@ -120,12 +120,43 @@ struct BackendSymbol {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LlvmPart {
+    /// What the part held, as `PartKind` numbers it.
+    kind: u32,
     /// The level of LLVM's IR pipeline the part was optimized at.
     pub level: u32,
     /// The functions it defined.
     pub functions: u32,
     /// Their instructions, before optimization.
     pub instructions: u64,
+}
+
+/// What a part of a compiled module held, and so how LLVM treated it (`PartKind` in
+/// module_parts.h).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartKind {
+    /// Kernels, one at least with long loops: the part's level, loop strength reduction on.
+    Long,
+    /// Kernels whose loops are all short: the part's level, no loop strength reduction.
+    ShortLoops,
+    /// Tiny kernels: level 0.
+    Tiny,
+    /// Glue (no loops, no vectors: an entry calling its kernels): inlined and folded.
+    Glue,
+}
+
+/// How many kinds of part there are.
+const PART_KINDS: usize = 4;
+
+impl LlvmPart {
+    /// What the part held.
+    pub fn kind(&self) -> PartKind {
+        match self.kind {
+            0 => PartKind::Long,
+            1 => PartKind::ShortLoops,
+            2 => PartKind::Tiny,
+            _ => PartKind::Glue,
+        }
+    }
 }
 
 /// A compiled module in memory (`TesseraJit` in llvm_backend.cpp).
@@ -294,8 +325,8 @@ impl Jit {
         let mut error = std::ptr::null_mut();
         let mut phases = [0.0f64; 3];
         let threads = codegen_threads();
-        // At most one part per thread and optimization level (the module's, and 0).
-        let mut parts = vec![LlvmPart::default(); 2 * threads as usize + 1];
+        // At most one part per thread and kind.
+        let mut parts = vec![LlvmPart::default(); PART_KINDS * threads as usize + 1];
         let mut part_count = 0usize;
         // SAFETY: the module is live (one that does not translate is reported); `phases` has
         // the three entries the back end adds to, `parts` the capacity passed; the symbol

@@ -21,6 +21,7 @@ use tessera::frontend::{decode, load};
 use tessera::ir::Module;
 use tessera::mlir::alloc_counter;
 use tessera::mlir::compile::{compile, jit_options};
+use tessera::mlir::jit::PartKind;
 use tessera::mlir::memref::HostBuffer;
 use tessera::mlir::pipeline::Pipeline;
 use tessera::mlir::MlirContext;
@@ -228,9 +229,14 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
             .parts()
             .iter()
             .map(|part| {
+                let kind = match part.kind() {
+                    PartKind::Glue => "glue".to_string(),
+                    PartKind::ShortLoops => format!("-O{} short-loops", part.level),
+                    PartKind::Long | PartKind::Tiny => format!("-O{}", part.level),
+                };
                 format!(
-                    "-O{} {} function(s), {} instruction(s)",
-                    part.level, part.functions, part.instructions
+                    "{kind} {} function(s), {} instruction(s)",
+                    part.functions, part.instructions
                 )
             })
             .collect();

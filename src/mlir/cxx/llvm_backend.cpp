@@ -27,18 +27,23 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/Transforms/IPO/AlwaysInliner.h"
 #include "llvm/Transforms/IPO/MergeFunctions.h"
+#include "llvm/Transforms/Scalar/InstSimplifyPass.h"
 
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 /// What one part of a compiled module held (`tesseraJitCompile` reports them).
 struct TesseraPart {
+  /// What it held (`tessera::PartKind`).
+  unsigned kind;
   /// The level of LLVM's IR pipeline it was optimized at.
   unsigned level;
   /// The functions it defined.
@@ -86,14 +91,18 @@ void initializeTarget() {
 }
 
 /// A target machine for the host, PIC (so objects link into executables and shared
-/// libraries alike). The code generator runs at its default level whatever the IR's: at
-/// `None` its fast register allocator spilled every vector of the seed MLP at batch 1 (16
-/// against 7 µs a call, for 15 ms less compile time), and `Aggressive` gained nothing.
-llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostMachine() {
+/// libraries alike), its code generator at `level`. Kernels get the default level whatever
+/// their IR's: at `None` the fast register allocator spilled every vector of the seed MLP at
+/// batch 1 (16 against 7 µs a call, for 15 ms less compile time), and `Aggressive` gained
+/// nothing. Glue gets `None` only in modules compiled at level 0 (tiny ones, whose compile
+/// time is all their cost): on the two-layer GPT block it compiled in 4 instead of 17 ms,
+/// and the block ran 3% slower (26.9 against 26.1 µs a call, six alternated runs).
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+hostMachine(llvm::CodeGenOptLevel level = llvm::CodeGenOptLevel::Default) {
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder)
     return builder.takeError();
-  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
+  builder->setCodeGenOptLevel(level);
   builder->setRelocationModel(llvm::Reloc::PIC_);
   return builder->createTargetMachine();
 }
@@ -186,6 +195,32 @@ void optimize(llvm::Module &module, llvm::TargetMachine &machine, const Options 
   passes.run(module, modules);
 }
 
+/// What glue (`tessera::isGlue`) earns of optimization: every function it defines that may be
+/// inlined is, into the entry points that call it (the JIT's packed interface, the C
+/// interface, the entry itself: a call of 164 arguments on the two-layer GPT block goes
+/// away), and the descriptors one built and the next took apart fold away (1374 instructions
+/// became 355 there, which the code generator compiled in 17 instead of 29 ms).
+void simplifyGlue(llvm::Module &module) {
+  for (llvm::Function &function : module)
+    if (!function.isDeclaration() && function.hasLocalLinkage() &&
+        !function.hasFnAttribute(llvm::Attribute::NoInline))
+      function.addFnAttr(llvm::Attribute::AlwaysInline);
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager sccs;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PassBuilder builder;
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(sccs);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, sccs, modules);
+  llvm::ModulePassManager passes;
+  passes.addPass(llvm::AlwaysInlinerPass());
+  passes.addPass(llvm::createModuleToFunctionPassAdaptor(llvm::InstSimplifyPass()));
+  passes.run(module, modules);
+}
+
 /// Milliseconds spent in each phase (translation, optimization, code generation), written
 /// into the caller's array when it gave one.
 class Stopwatch {
@@ -237,14 +272,26 @@ std::unique_ptr<llvm::Module> translate(MlirOperation operation, llvm::LLVMConte
   return module;
 }
 
-/// Machine code for `module` as an object file in memory.
+/// Guards LLVM's process-wide `-disable-lsr`, which the code generator reads when its pipeline
+/// is built: parts build theirs one at a time, each with the option as it wants it.
+std::mutex codegenPipelineLock;
+
+/// Machine code for `module` as an object file in memory, with loop strength reduction when
+/// `reduceStrength`.
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
-emitObject(llvm::Module &module, llvm::TargetMachine &machine) {
+emitObject(llvm::Module &module, llvm::TargetMachine &machine, bool reduceStrength) {
   llvm::SmallVector<char, 0> bytes;
   llvm::raw_svector_ostream stream(bytes);
   llvm::legacy::PassManager passes;
-  if (machine.addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::ObjectFile))
-    return llvm::createStringError("the target cannot emit object files");
+  {
+    std::lock_guard<std::mutex> lock(codegenPipelineLock);
+    // An option LLVM's code generator registers as a cl::opt<bool> (TargetPassConfig.cpp).
+    llvm::cl::Option *disable = llvm::cl::getRegisteredOptions().lookup("disable-lsr");
+    if (disable)
+      static_cast<llvm::cl::opt<bool> *>(disable)->setValue(!reduceStrength);
+    if (machine.addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::ObjectFile))
+      return llvm::createStringError("the target cannot emit object files");
+  }
   passes.run(module);
   return std::make_unique<llvm::SmallVectorMemoryBuffer>(std::move(bytes), module.getName(),
                                                          false);
@@ -257,9 +304,10 @@ double millisecondsSince(std::chrono::steady_clock::time_point start) {
 }
 
 /// Object files for `module`, optimized and compiled as `options` say: identical functions
-/// merged, then, with `parts` of at least 1, split into up to that many parts per level
-/// (`tessera::splitIntoParts`: kernels spread by size, each entry with what it inlines, tiny
-/// kernels at level 0) that are optimized and compiled on a thread each, in an LLVM context
+/// merged, then, with `parts` of at least 1, split into up to that many parts per kind
+/// (`tessera::splitIntoParts`: kernels spread by size, each entry with what it inlines; glue
+/// only inlined and folded, tiny kernels at level 0, kernels of short loops without loop
+/// strength reduction) that are optimized and compiled on a thread each, in an LLVM context
 /// and with a target machine of their own (neither is thread-safe). The kernels take bare
 /// pointers and nothing of them is left for a whole-module pass to specialize, so optimizing
 /// them apart loses nothing. With `parts` 0 (or a module that does not split) the whole
@@ -273,15 +321,17 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects;
   summaries.clear();
   for (const tessera::ModulePart &part : split)
-    summaries.push_back({part.level, part.functions, part.instructions});
+    summaries.push_back(
+        {static_cast<unsigned>(part.kind), part.level, part.functions, part.instructions});
   if (split.empty()) {
     tessera::DefinedSize whole =
         tessera::definedSize(module, [](const llvm::Function &) { return true; });
-    summaries.push_back({options.level, whole.functions, whole.instructions});
+    summaries.push_back({static_cast<unsigned>(tessera::PartKind::Long), options.level,
+                         whole.functions, whole.instructions});
     auto start = std::chrono::steady_clock::now();
     optimize(module, machine, options);
     optimizing = millisecondsSince(start);
-    auto object = emitObject(module, machine);
+    auto object = emitObject(module, machine, true);
     if (!object)
       return object.takeError();
     objects.push_back(std::move(*object));
@@ -301,15 +351,22 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
         errors[index] = llvm::toString(part.takeError());
         return;
       }
-      auto partMachine = hostMachine();
+      tessera::PartKind kind = split[index].kind;
+      bool glue = kind == tessera::PartKind::Glue;
+      auto partMachine =
+          hostMachine(glue && options.level == 0 ? llvm::CodeGenOptLevel::None
+                                                 : llvm::CodeGenOptLevel::Default);
       if (!partMachine) {
         errors[index] = llvm::toString(partMachine.takeError());
         return;
       }
       auto start = std::chrono::steady_clock::now();
-      optimize(**part, **partMachine, Options{split[index].level, options.unroll});
+      if (glue)
+        simplifyGlue(**part);
+      else
+        optimize(**part, **partMachine, Options{split[index].level, options.unroll});
       optimized[index] = millisecondsSince(start);
-      auto object = emitObject(**part, **partMachine);
+      auto object = emitObject(**part, **partMachine, kind == tessera::PartKind::Long);
       if (!object) {
         errors[index] = llvm::toString(object.takeError());
         return;

@@ -44,6 +44,22 @@ uint64_t estimatedWork(llvm::Function &function) {
   return work;
 }
 
+bool isGlue(llvm::Function &function) {
+  llvm::DominatorTree dominators(function);
+  llvm::LoopInfo loops(dominators);
+  if (!loops.empty())
+    return false;
+  for (llvm::BasicBlock &block : function)
+    for (llvm::Instruction &instruction : block) {
+      if (instruction.getType()->isVectorTy())
+        return false;
+      for (const llvm::Value *operand : instruction.operands())
+        if (operand->getType()->isVectorTy())
+          return false;
+    }
+  return true;
+}
+
 namespace {
 
 /// Groups of functions that must stay in one part, by a representative of each: a function
@@ -109,7 +125,8 @@ std::vector<ModulePart> splitIntoParts(llvm::Module &module, unsigned count, uns
   Groups groups(module);
   struct Group {
     size_t size = 0;
-    bool tiny = true;
+    uint64_t work = 0;
+    bool glue = true;
   };
   std::map<const llvm::Function *, Group> byLeader;
   for (llvm::Function &function : module) {
@@ -117,18 +134,26 @@ std::vector<ModulePart> splitIntoParts(llvm::Module &module, unsigned count, uns
       continue;
     Group &group = byLeader[groups.find(&function)];
     group.size += function.getInstructionCount() + 1;
-    // At level 0 every part is unoptimized: the work estimate (an SCEV per function) is moot.
-    group.tiny = group.tiny && (level == 0 || estimatedWork(function) <= TINY_KERNEL_WORK);
+    group.work = std::max(group.work, estimatedWork(function));
+    group.glue = group.glue && isGlue(function);
   }
   std::vector<std::pair<const llvm::Function *, Group>> ordered(byLeader.begin(),
                                                                 byLeader.end());
   std::stable_sort(ordered.begin(), ordered.end(),
                    [](const auto &a, const auto &b) { return a.second.size > b.second.size; });
-  // Parts [0, count) are at `level`, [count, 2 count) at 0; empty ones are dropped below.
-  std::vector<size_t> load(2 * count, 0);
+  // `count` parts of each kind, the kinds in the order of `PartKind`; empty ones are dropped
+  // below. At level 0 every part is unoptimized, and none is set apart as tiny.
+  auto kindOf = [&](const Group &group) {
+    if (group.glue)
+      return PartKind::Glue;
+    if (group.work <= TINY_KERNEL_WORK && level > 0)
+      return PartKind::Tiny;
+    return group.work <= SHORT_LOOPS_WORK ? PartKind::ShortLoops : PartKind::Long;
+  };
+  std::vector<size_t> load(PART_KINDS * count, 0);
   std::map<const llvm::Function *, unsigned> partOfGroup;
   for (const auto &[leader, group] : ordered) {
-    unsigned first = group.tiny && level > 0 ? count : 0;
+    unsigned first = static_cast<unsigned>(kindOf(group)) * count;
     auto lightest = std::min_element(load.begin() + first, load.begin() + first + count);
     partOfGroup[leader] = lightest - load.begin();
     *lightest += group.size;
@@ -168,7 +193,9 @@ std::vector<ModulePart> splitIntoParts(llvm::Module &module, unsigned count, uns
         });
     DefinedSize size = definedSize(
         module, [&](const llvm::Function &function) { return part.at(&function) == index; });
-    ModulePart result{{}, index < count ? level : 0, size.functions, size.instructions};
+    auto kind = static_cast<PartKind>(index / count);
+    ModulePart result{{}, kind, kind == PartKind::Tiny ? 0 : level, size.functions,
+                      size.instructions};
     llvm::raw_svector_ostream stream(result.bitcode);
     llvm::WriteBitcodeToFile(*copy, stream);
     parts.push_back(std::move(result));
