@@ -7,12 +7,11 @@
 //! The choice: every size is the largest divisor of its extent not above a target, so tiles
 //! stay static (vectorizable, no remainder loops). Cache tiles: 16 rows by 64 columns of the
 //! parallel loops (columns in multiples of 8 where the extent is one); matmul also blocks K
-//! by 256. Register tiles: one row of 16 lanes for
-//! elementwise ops, whole rows for reductions, for matmul an outer-product accumulator tile
-//! with K stepped by 1 sized for the host's vector registers (4x16 with AVX2's 16 registers
-//! of 8 lanes, 8x32 with AVX-512's 32 of 16). Along the vector lanes a power of two is
-//! preferred where it takes no more register operations (`register_width`). Tuning lives
-//! here and only here.
+//! by 256. Register tiles: one row of 16 lanes for elementwise ops, whole rows for
+//! reductions, for matmul an outer-product accumulator tile with K stepped by 1 sized for the
+//! host's vector registers (4x16 with AVX2's 16 registers of 8 lanes, 8x32 with AVX-512's 32
+//! of 16). Along the vector lanes a power of two is preferred where it fills half a register
+//! or takes no more register operations (`register_width`). Tuning lives here and only here.
 
 use crate::mlir::walk::WalkedOp;
 
@@ -220,14 +219,18 @@ pub fn power_of_two_at_most(extent: i64, target: i64) -> i64 {
 }
 
 /// The vector width (lanes of one register tile) along a loop of `extent`, at most `target`,
-/// for registers of `lanes` lanes: of the largest divisor and the largest power of two that
-/// divides, the one that takes fewer register operations to cover the extent, the power of
-/// two when they tie. LLVM widens a vector of another width to the next power of two and
-/// splits it into registers, and its instruction selection then spends several times as long
-/// on each operation (on the GPT block's rows of 24, tiles of 12 lanes took three times as
-/// long to select as tiles of 8; those cover a row in 3 registers, not 4). A width the power
-/// of two cannot match stays: a matmul with 10 columns keeps vectors of 10 (2 registers)
-/// rather than 5 of 2.
+/// for registers of `lanes` lanes: the largest power of two that divides when it fills at
+/// least half a register (a vector type the target has: 4 or 8 lanes with AVX2, 8 or 16 with
+/// AVX-512), else of it and the largest divisor the one that takes fewer register operations
+/// to cover the extent, the power of two when they tie. LLVM widens a vector of another width
+/// to the next power of two and splits it into registers; its instruction selection then
+/// spends several times as long on each operation, and the code can be slower than the
+/// narrower native vectors it saves: on the GPT block's rows of 24, tiles of 12 lanes took
+/// three times as long to select as tiles of 8 with AVX2, and with AVX-512 matmul tiles of
+/// 8 rows of 24 lanes (two widened registers each) ran the whole block 3 to 5 times slower
+/// than rows of 8 lanes (one ymm register each), and took twice as long to generate. A width
+/// no half-register power of two matches stays: a matmul with 10 columns keeps vectors of 10
+/// (2 registers) rather than 5 of 2.
 pub fn register_width(extent: i64, target: i64, lanes: i64) -> i64 {
     let operations = |width: i64| {
         let registers = (width.max(1) as u64)
@@ -237,7 +240,7 @@ pub fn register_width(extent: i64, target: i64, lanes: i64) -> i64 {
     };
     let divisor = divisor_at_most(extent, target);
     let power = power_of_two_at_most(extent, target);
-    if operations(power) <= operations(divisor) {
+    if 2 * power >= lanes || operations(power) <= operations(divisor) {
         power
     } else {
         divisor
@@ -459,6 +462,12 @@ mod tests {
         assert_eq!(register_width(7, 64, 8), 7);
         assert_eq!(register_width(12, 16, 16), 12);
         assert_eq!(register_width(64, 64, 16), 64);
+        // With AVX-512, rows of 24 go in ymm registers of 8 (not widened tiles of 24 or 12),
+        // and with AVX2 rows of 12 in xmm registers of 4.
+        assert_eq!(register_width(24, 32, 16), 8);
+        assert_eq!(register_width(24, 64, 16), 8);
+        assert_eq!(register_width(72, 16, 16), 8);
+        assert_eq!(register_width(12, 16, 8), 4);
     }
 
     #[test]
