@@ -524,3 +524,45 @@ impl Drop for Jit {
         unsafe { tesseraJitDestroy(self.backend) }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mlir::context::MlirContext;
+
+    /// A bf16 vector of 25 lanes loaded in one block and taken as integers in another (a loop),
+    /// for a CPU with AVX512-BF16: x86's code generator aborted on the cross-block value
+    /// ("Do not know how to soft promote this operator's operand") in parts compiled without
+    /// LLVM's IR pipeline, whatever the host.
+    #[test]
+    fn bf16_vectors_compile_for_avx512_bf16_without_the_ir_pipeline() {
+        let context = MlirContext::new();
+        let module = context
+            .parse_module(
+                r#"
+llvm.func @_mlir_ciface_move(%src: !llvm.ptr, %dst: !llvm.ptr, %n: i64) attributes {target_cpu = "sapphirerapids"} {
+  %v = llvm.load %src {alignment = 2 : i64} : !llvm.ptr -> vector<25xbf16>
+  %zero = llvm.mlir.constant(0 : i64) : i64
+  %one = llvm.mlir.constant(1 : i64) : i64
+  llvm.br ^loop(%zero : i64)
+^loop(%i: i64):
+  %x = llvm.bitcast %v : vector<25xbf16> to vector<25xi16>
+  %at = llvm.getelementptr %dst[%i] : (!llvm.ptr, i64) -> !llvm.ptr, vector<25xi16>
+  llvm.store %x, %at {alignment = 2 : i64} : vector<25xi16>, !llvm.ptr
+  %next = llvm.add %i, %one : i64
+  %more = llvm.icmp "slt" %next, %n : i64
+  llvm.cond_br %more, ^loop(%next : i64), ^done
+^done:
+  llvm.return
+}
+"#,
+            )
+            .expect("the kernel parses");
+        let options = LlvmOptions {
+            level: 0,
+            unroll: false,
+        };
+        let jit = Jit::new(&module, vec![], options).expect("the kernel compiles");
+        assert!(!jit.packed_entry("move").is_null());
+    }
+}

@@ -272,14 +272,66 @@ std::unique_ptr<llvm::Module> translate(MlirOperation operation, llvm::LLVMConte
   return module;
 }
 
+/// Whether `type` is a vector of bf16.
+bool isBf16Vector(llvm::Type *type) {
+  auto *vector = llvm::dyn_cast<llvm::VectorType>(type);
+  return vector && vector->getElementType()->isBFloatTy();
+}
+
+/// Loads and stores of bf16 vectors that only move integers (bf16 arithmetic is integer
+/// arithmetic here, `BF16_AS_INTEGERS` in lower_to_llvm.rs) made loads and stores of i16
+/// vectors. With AVX512-BF16, x86's code generator aborts on a bitcast of a loaded
+/// `<25 x bfloat>` to `<25 x i16>` ("Do not know how to soft promote this operator's
+/// operand"); instcombine folds the pair, but parts compiled without the IR pipeline (tiny
+/// kernels, glue) keep it.
+void moveBf16VectorsAsIntegers(llvm::Module &module) {
+  std::vector<llvm::Instruction *> dead;
+  for (llvm::Function &function : module)
+    for (llvm::BasicBlock &block : function)
+      for (llvm::Instruction &instruction : block) {
+        if (auto *load = llvm::dyn_cast<llvm::LoadInst>(&instruction)) {
+          if (!isBf16Vector(load->getType()) || load->isVolatile() ||
+              !llvm::all_of(load->users(),
+                            [](llvm::User *user) { return llvm::isa<llvm::BitCastInst>(user); }))
+            continue;
+          llvm::Type *integers = llvm::VectorType::getInteger(
+              llvm::cast<llvm::VectorType>(load->getType()));
+          llvm::IRBuilder<> builder(load);
+          llvm::LoadInst *replacement =
+              builder.CreateAlignedLoad(integers, load->getPointerOperand(), load->getAlign());
+          for (llvm::User *user : llvm::make_early_inc_range(load->users())) {
+            auto *cast = llvm::cast<llvm::BitCastInst>(user);
+            llvm::Value *value = cast->getType() == integers
+                                     ? static_cast<llvm::Value *>(replacement)
+                                     : builder.CreateBitCast(replacement, cast->getType());
+            cast->replaceAllUsesWith(value);
+            dead.push_back(cast);
+          }
+          dead.push_back(load);
+        } else if (auto *store = llvm::dyn_cast<llvm::StoreInst>(&instruction)) {
+          auto *cast = llvm::dyn_cast<llvm::BitCastInst>(store->getValueOperand());
+          if (!cast || !isBf16Vector(cast->getType()) ||
+              !cast->getSrcTy()->isIntOrIntVectorTy() || store->isVolatile())
+            continue;
+          store->setOperand(0, cast->getOperand(0));
+          if (cast->use_empty())
+            dead.push_back(cast);
+        }
+      }
+  for (llvm::Instruction *instruction : dead)
+    if (instruction->use_empty())
+      instruction->eraseFromParent();
+}
+
 /// Guards LLVM's process-wide `-disable-lsr`, which the code generator reads when its pipeline
 /// is built: parts build theirs one at a time, each with the option as it wants it.
 std::mutex codegenPipelineLock;
 
-/// Machine code for `module` as an object file in memory, with loop strength reduction when
-/// `reduceStrength`.
+/// Machine code for `module` as an object file in memory (bf16 vectors moved as integers
+/// first), with loop strength reduction when `reduceStrength`.
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
 emitObject(llvm::Module &module, llvm::TargetMachine &machine, bool reduceStrength) {
+  moveBf16VectorsAsIntegers(module);
   llvm::SmallVector<char, 0> bytes;
   llvm::raw_svector_ostream stream(bytes);
   llvm::legacy::PassManager passes;
