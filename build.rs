@@ -33,6 +33,8 @@ fn main() {
         .file("src/mlir/cxx/epilogue_fusion.cpp")
         .file("src/mlir/cxx/deallocation.cpp")
         .file("src/mlir/cxx/shared_tensors.cpp")
+        .file("src/mlir/cxx/linalg_loops.cpp")
+        .file("src/mlir/cxx/function_equivalence.cpp")
         .file("src/mlir/cxx/kernel_operands.cpp")
         .file("src/mlir/cxx/module_parts.cpp")
         .file("src/mlir/cxx/llvm_backend.cpp");

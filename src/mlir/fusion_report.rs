@@ -192,9 +192,7 @@ fn reason(kernel: &WalkedOp<'_>, fusion_ran: bool) -> String {
     }
     let name = kernel.name();
     let users = kernel.use_count();
-    let reduces = kernel
-        .attribute("iterator_types")
-        .is_some_and(|k| k.to_string().contains("reduction"));
+    let reduces = kernel.generic_reduces() == Some(true);
     match (name.as_str(), users) {
         ("linalg.generic", _) if reduces => {
             "a reduction: its users need its complete result, so they cannot share its loop nest".into()

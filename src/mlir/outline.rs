@@ -10,12 +10,13 @@
 //! with values every nest reads, that was quadratic in the number of nests.
 
 use crate::diag::Diagnostic;
-use crate::mlir::schedule::{apply_schedule, SCHEDULE_HEAD, SCHEDULE_TAIL};
+use crate::mlir::schedule::{apply_schedule, Afterwards, SCHEDULE_HEAD, SCHEDULE_TAIL};
 use crate::mlir::stages::{run_upstream, StageEnv};
-use crate::mlir::walk::{walk, WalkedOp};
+use crate::mlir::walk::{walk, walk_top_level, WalkedOp};
 use melior::ir::attribute::FlatSymbolRefAttribute;
 use melior::ir::Attribute;
 use melior::ir::Module;
+use std::collections::HashMap;
 
 /// Marks the loop nests to outline.
 const KERNEL: &str = "tessera.kernel";
@@ -42,7 +43,7 @@ pub fn outline_kernels(
     stage: &str,
 ) -> Result<(), Vec<Diagnostic>> {
     let unit = Attribute::unit(env.context.context());
-    let mut nests: std::collections::HashMap<usize, Vec<WalkedOp<'_>>> = Default::default();
+    let mut nests: HashMap<usize, Vec<WalkedOp<'_>>> = Default::default();
     walk(module, |op| {
         let function = op.parent().filter(|p| p.name() == "func.func");
         if let (Some(function), "scf.for") = (function, op.name().as_str()) {
@@ -69,7 +70,14 @@ pub fn outline_kernels(
     let schedule = format!(
         "{SCHEDULE_HEAD}    %loops = transform.structured.match attributes {{{KERNEL}}} in %root : ({any}) -> {any}\n    %kernels, %calls = transform.loop.outline %loops {{func_name = \"{KERNEL_NAME}\"}} : ({any}) -> ({any}, {any})\n    %noinline = transform.param.constant [\"noinline\"] -> !transform.any_param\n    transform.annotate %kernels \"passthrough\" = %noinline : {any}, !transform.any_param\n    %private = transform.param.constant \"private\" -> !transform.any_param\n    transform.annotate %kernels \"sym_visibility\" = %private : {any}, !transform.any_param\n{SCHEDULE_TAIL}"
     );
-    apply_schedule(env, module, &schedule, "that outlines kernels", stage)?;
+    apply_schedule(
+        env,
+        module,
+        &schedule,
+        "that outlines kernels",
+        stage,
+        Afterwards::MoreWork,
+    )?;
     walk(module, |op| op.remove_attribute(KERNEL));
     // The outlined loops take what they read from outside as arguments, their bounds
     // included: constants are propagated back in (the kernels are private, so SCCP sees every
@@ -91,52 +99,47 @@ pub fn outline_kernels(
 /// lines of the LLVM dialect, the whole module's LLVM IR from 8961 to 6925 lines.
 fn pass_bare_pointers(env: &StageEnv<'_, '_>, module: &Module<'_>) {
     let unit = Attribute::unit(env.context.context());
-    let module_op = module.as_operation().to_raw();
-    walk(module, |op| {
-        let kernel = op.parent().is_some_and(|p| p.raw().ptr == module_op.ptr)
-            && op.name() == "func.func"
-            && op
-                .attribute("sym_name")
-                .is_some_and(|n| n.to_string().trim_matches('"').starts_with(KERNEL_NAME));
-        if kernel && op.takes_static_memrefs() {
+    walk_top_level(module, |op| {
+        if kernel_name(op).is_some() && op.takes_static_memrefs() {
             op.set_attribute(BARE_POINTERS, unit);
         }
     });
 }
 
-/// Keeps one kernel of each set of identical ones (the same text but for the name: a model's
+/// The name of `op` when it is an outlined kernel (a function of the module named
+/// [`KERNEL_NAME`] and a suffix).
+fn kernel_name(op: &WalkedOp<'_>) -> Option<String> {
+    if op.name() != "func.func" {
+        return None;
+    }
+    op.string_attribute("sym_name")
+        .filter(|name| name.starts_with(KERNEL_NAME))
+}
+
+/// Keeps one kernel of each set of identical ones (the same but for the name: a model's
 /// repeated layers outline into the same loop nests), calls redirected to it. Everything after
 /// outlining then lowers, translates and compiles each only once: on the two-layer GPT block
-/// op by op, 151 kernels are 45 different ones.
+/// op by op, 151 kernels are 45 different ones. Kernels are compared through MLIR's
+/// operation equivalence (src/mlir/cxx/function_equivalence.cpp), those of equal hashes
+/// only.
 fn merge_identical_kernels(env: &StageEnv<'_, '_>, module: &Module<'_>) {
-    let mut first_of_body: std::collections::HashMap<String, String> = Default::default();
-    let mut replacement: std::collections::HashMap<String, String> = Default::default();
+    let mut kept: HashMap<u64, Vec<(String, WalkedOp<'_>)>> = HashMap::new();
+    let mut replacement: HashMap<String, String> = HashMap::new();
     let mut duplicates = Vec::new();
-    let module_op = module.as_operation().to_raw();
-    walk(module, |op| {
-        let top_level = op.parent().is_some_and(|p| p.raw().ptr == module_op.ptr);
-        if !top_level || op.name() != "func.func" {
-            return;
-        }
-        let Some(name) = op
-            .attribute("sym_name")
-            .map(|n| n.to_string().trim_matches('"').to_string())
-            .filter(|n| n.starts_with(KERNEL_NAME))
-        else {
+    walk_top_level(module, |op| {
+        let Some(name) = kernel_name(op) else {
             return;
         };
-        let Some(text) = op.text() else {
-            return;
-        };
-        let body = text.replacen(&format!("@{name}("), "@(", 1);
-        match first_of_body.get(&body) {
-            Some(first) => {
-                replacement.insert(format!("@{name}"), first.clone());
+        let same_hash = kept.entry(op.function_hash()).or_default();
+        match same_hash
+            .iter()
+            .find(|(_, first)| op.same_function_as(first))
+        {
+            Some((first, _)) => {
+                replacement.insert(name, first.clone());
                 duplicates.push(WalkedOp::from_raw(op.raw()));
             }
-            None => {
-                first_of_body.insert(body, name);
-            }
+            None => same_hash.push((name, WalkedOp::from_raw(op.raw()))),
         }
     });
     if duplicates.is_empty() {
@@ -147,8 +150,7 @@ fn merge_identical_kernels(env: &StageEnv<'_, '_>, module: &Module<'_>) {
         if op.name() != "func.call" {
             return;
         }
-        let callee = op.attribute("callee").map(|c| c.to_string());
-        if let Some(first) = callee.and_then(|c| replacement.get(&c)) {
+        if let Some(first) = op.callee().and_then(|callee| replacement.get(&callee)) {
             op.set_attribute("callee", FlatSymbolRefAttribute::new(ctx, first).into());
         }
     });

@@ -36,13 +36,28 @@ pub fn match_each(marker: &str, count: usize, name: &str) -> String {
     )
 }
 
-/// Applies the schedule in `text` (named `origin` in messages) to `payload`.
+/// What follows a schedule in its stage, which says whether `apply_schedule` verifies the
+/// payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Afterwards {
+    /// More of the stage reads or transforms the payload: it is verified at once, so that
+    /// nothing runs on invalid IR.
+    MoreWork,
+    /// Nothing but attribute changes: the step's own verification at the stage's end
+    /// (`verify_step`) checks the payload, once instead of twice (each a tenth of a stage's
+    /// time on the GPT block).
+    StageEnds,
+}
+
+/// Applies the schedule in `text` (named `origin` in messages) to `payload`, verified after it
+/// unless the stage ends there (`afterwards`).
 pub fn apply_schedule(
     env: &StageEnv<'_, '_>,
     payload: &mut Module<'_>,
     text: &str,
     origin: &str,
     stage: &str,
+    afterwards: Afterwards,
 ) -> Result<(), Vec<Diagnostic>> {
     let name = origin.trim_matches('\'');
     let schedule_file = [Arc::new(SourceFile::new(name, text))];
@@ -110,7 +125,7 @@ pub fn apply_schedule(
         mlir_sys::mlirTransformOptionsDestroy(options);
         result.value != 0
     };
-    if applied && payload.as_operation().verify() {
+    if applied && (afterwards == Afterwards::StageEnds || payload.as_operation().verify()) {
         return Ok(());
     }
     let mut diagnostics = in_stage(located_in(

@@ -66,74 +66,34 @@ pub const VECTOR_SIZES: &str = "tessera.vector_sizes";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Loops(pub Vec<(i64, bool)>);
 
-/// The loops of `op`, when it is a structured op whose loop ranges follow from its operand
-/// and result shapes the way tessera's conversions build them, and every range is static
-/// and non-empty. An op with an empty loop (a tensor with a size-0 dimension) does nothing,
-/// or only writes its initial value: it is neither tiled, fused nor vectorized (MLIR's
-/// tiling divides by the extent).
-pub fn loops(op: &WalkedOp<'_>) -> Option<Loops> {
-    loop_ranges(op).filter(|loops| loops.0.iter().all(|&(extent, _)| extent > 0))
-}
+/// The linalg ops the strategy sizes tiles for (any other keeps the loops upstream lowers it
+/// to).
+const STRUCTURED: &[&str] = &[
+    "linalg.matmul",
+    "linalg.batch_matmul",
+    "linalg.conv_2d_nhwc_hwcf",
+    "linalg.pooling_nhwc_max",
+    "linalg.pooling_nhwc_sum",
+    "linalg.transpose",
+    "linalg.fill",
+    "linalg.copy",
+    "linalg.generic",
+];
 
-fn loop_ranges(op: &WalkedOp<'_>) -> Option<Loops> {
-    let name = op.name();
-    let (operands, results) = op.shapes();
-    let result = results.first()?.clone()?;
-    let input = |i: usize| operands.get(i).cloned().flatten();
-    let parallel = |dims: &[i64]| dims.iter().map(|&d| (d, false)).collect::<Vec<_>>();
-    let loops = match name.as_str() {
-        "linalg.matmul" => {
-            let k = *input(0)?.last()?;
-            vec![(result[0], false), (result[1], false), (k, true)]
-        }
-        "linalg.batch_matmul" => {
-            let k = *input(0)?.last()?;
-            vec![
-                (result[0], false),
-                (result[1], false),
-                (result[2], false),
-                (k, true),
-            ]
-        }
-        "linalg.conv_2d_nhwc_hwcf" => {
-            let w = input(1)?;
-            let mut l = parallel(&result);
-            l.extend([(w[0], true), (w[1], true), (w[2], true)]);
-            l
-        }
-        "linalg.pooling_nhwc_max" | "linalg.pooling_nhwc_sum" => {
-            let window = input(1)?;
-            let mut l = parallel(&result);
-            l.extend([(window[0], true), (window[1], true)]);
-            l
-        }
-        "linalg.transpose" | "linalg.fill" | "linalg.copy" => parallel(&result),
-        "linalg.generic" => {
-            let kinds = op.attribute("iterator_types")?.to_string();
-            let reductions: Vec<bool> = kinds.split(',').map(|k| k.contains("reduction")).collect();
-            let maps = op.attribute("indexing_maps")?.to_string();
-            let mut extents = vec![None; reductions.len()];
-            for (map, shape) in map_results(&maps)
-                .iter()
-                .zip(operands.iter().chain(&results))
-            {
-                for (expr, &extent) in map.iter().zip(shape.iter().flatten()) {
-                    if let Some(d) = expr.strip_prefix('d').and_then(|d| d.parse::<usize>().ok()) {
-                        if let Some(slot) = extents.get_mut(d) {
-                            *slot = Some(extent);
-                        }
-                    }
-                }
-            }
-            extents
-                .into_iter()
-                .zip(reductions)
-                .map(|(e, r)| e.map(|e| (e, r)))
-                .collect::<Option<Vec<_>>>()?
-        }
-        _ => return None,
-    };
-    Some(Loops(loops))
+/// The loops of `op`, when it is a structured op on tensors whose loop ranges follow from its
+/// operand and result shapes (read through MLIR's `LinalgOp` interface), and every range is
+/// static and non-empty. An op with an empty loop (a tensor with a size-0 dimension) does
+/// nothing, or only writes its initial value: it is neither tiled, fused nor vectorized
+/// (MLIR's tiling divides by the extent).
+pub fn loops(op: &WalkedOp<'_>) -> Option<Loops> {
+    if !STRUCTURED.contains(&op.name().as_str()) || op.result_count() == 0 {
+        return None;
+    }
+    op.linalg_loops()?
+        .into_iter()
+        .map(|(extent, reduction)| extent.filter(|&e| e > 0).map(|e| (e, reduction)))
+        .collect::<Option<Vec<_>>>()
+        .map(Loops)
 }
 
 /// How many times a `linalg.generic` reads each element of its operand `index`: the product
@@ -144,20 +104,15 @@ pub fn reads_per_element(op: &WalkedOp<'_>, index: usize) -> Option<i64> {
         return None;
     }
     let loops = loops(op)?;
-    let maps = map_results(&op.attribute("indexing_maps")?.to_string());
-    let map = maps.get(index)?;
-    let used = |d: usize| {
-        map.iter().any(|expr| {
-            expr.split(|c: char| !c.is_ascii_alphanumeric())
-                .any(|token| token.strip_prefix('d').and_then(|n| n.parse().ok()) == Some(d))
-        })
-    };
+    if index >= op.operand_count() {
+        return None;
+    }
     Some(
         loops
             .0
             .iter()
             .enumerate()
-            .filter(|&(d, _)| !used(d))
+            .filter(|&(d, _)| !op.operand_uses_loop(index, d))
             .map(|(_, &(extent, _))| extent)
             .product(),
     )

@@ -1,10 +1,26 @@
 //! Visiting every operation of an MLIR module (melior 0.22 has no walker), to read and set
 //! attributes in place.
 
-use melior::ir::attribute::AttributeLike;
+use melior::ir::attribute::{AttributeLike, FlatSymbolRefAttribute, StringAttribute};
 use melior::ir::{Attribute, Module};
 use melior::StringRef;
 use mlir_sys::MlirOperation;
+
+extern "C" {
+    fn tesseraLinalgLoops(
+        operation: MlirOperation,
+        extents: *mut i64,
+        reductions: *mut bool,
+        capacity: i64,
+    ) -> i64;
+    fn tesseraLinalgOperandUsesLoop(
+        operation: MlirOperation,
+        operand: i64,
+        loop_index: i64,
+    ) -> bool;
+    fn tesseraFunctionHash(function: MlirOperation) -> u64;
+    fn tesseraFunctionsEquivalent(a: MlirOperation, b: MlirOperation) -> bool;
+}
 
 /// A value's static shape (`None` when it is not a ranked shaped value).
 pub type Shape = Option<Vec<i64>>;
@@ -91,6 +107,83 @@ impl<'c> WalkedOp<'c> {
                 .collect();
             (operands, results)
         }
+    }
+
+    /// The loops of a linalg op, as its `LinalgOp` interface sees them: each one's static
+    /// extent (`None` where it is dynamic or does not follow from the operands' shapes) and
+    /// whether it is a reduction; `None` when it is no linalg op.
+    pub fn linalg_loops(&self) -> Option<Vec<(Option<i64>, bool)>> {
+        let mut extents = vec![0i64; 8];
+        let mut reductions = vec![false; 8];
+        loop {
+            // SAFETY: as in `name`; the arrays hold `capacity` entries each, and the helper
+            // writes at most that many.
+            let count = unsafe {
+                tesseraLinalgLoops(
+                    self.raw,
+                    extents.as_mut_ptr(),
+                    reductions.as_mut_ptr(),
+                    extents.len() as i64,
+                )
+            };
+            let count = usize::try_from(count).ok()?;
+            if count <= extents.len() {
+                return Some(
+                    extents[..count]
+                        .iter()
+                        .zip(&reductions[..count])
+                        .map(|(&extent, &reduction)| ((extent >= 0).then_some(extent), reduction))
+                        .collect(),
+                );
+            }
+            extents = vec![0; count];
+            reductions = vec![false; count];
+        }
+    }
+
+    /// Whether the indexing map of operand `index` of a linalg op uses loop `loop`.
+    pub fn operand_uses_loop(&self, index: usize, loop_index: usize) -> bool {
+        // SAFETY: as in `name`; the helper checks the op, the operand and the loop.
+        unsafe { tesseraLinalgOperandUsesLoop(self.raw, index as i64, loop_index as i64) }
+    }
+
+    /// Whether a `linalg.generic` has a reduction loop (`None` for any other op).
+    pub fn generic_reduces(&self) -> Option<bool> {
+        if self.name() != "linalg.generic" {
+            return None;
+        }
+        let loops = self.linalg_loops()?;
+        Some(loops.iter().any(|&(_, reduction)| reduction))
+    }
+
+    /// The value of string attribute `name` (a symbol's name, its visibility), when present.
+    pub fn string_attribute(&self, name: &str) -> Option<String> {
+        let attribute = self.attribute(name)?;
+        StringAttribute::try_from(attribute)
+            .ok()
+            .map(|s| s.value().to_string())
+    }
+
+    /// The symbol a `func.call` calls.
+    pub fn callee(&self) -> Option<String> {
+        let attribute = self.attribute("callee")?;
+        FlatSymbolRefAttribute::try_from(attribute)
+            .ok()
+            .map(|s| s.value().to_string())
+    }
+
+    /// A hash of a function but for its name: functions that are the same but for their names
+    /// (`same_function_as`) have the same one.
+    pub fn function_hash(&self) -> u64 {
+        // SAFETY: as in `name`; the helper only reads the operation.
+        unsafe { tesseraFunctionHash(self.raw) }
+    }
+
+    /// Whether this function and `other` are the same but for their names (attributes and
+    /// bodies, locations aside).
+    pub fn same_function_as(&self, other: &WalkedOp<'c>) -> bool {
+        // SAFETY: as in `name`, for both operations; the helper only reads them.
+        unsafe { tesseraFunctionsEquivalent(self.raw, other.raw) }
     }
 
     /// Another handle on an operation met in the same walk (from `raw`).
@@ -520,6 +613,21 @@ impl<'c> WalkedOp<'c> {
     pub fn result_count(&self) -> usize {
         // SAFETY: as in `name`.
         unsafe { mlir_sys::mlirOperationGetNumResults(self.raw) as usize }
+    }
+}
+
+/// Calls `visit` on each operation of `module`'s body (its functions, globals), not on what
+/// they hold.
+pub fn walk_top_level<'c>(module: &Module<'c>, mut visit: impl FnMut(&WalkedOp<'c>)) {
+    // SAFETY: as in `walk`: the module's body is read while the module is alive, and the
+    // next operation is taken before `visit` runs (which may only touch attributes).
+    unsafe {
+        let mut op = mlir_sys::mlirBlockGetFirstOperation(module.body().to_raw());
+        while !op.ptr.is_null() {
+            let next = mlir_sys::mlirOperationGetNextInBlock(op);
+            visit(&WalkedOp::from_raw(op));
+            op = next;
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! vectorization. Precondition: MLIR, in whatever state the schedule expects.
 
 use crate::diag::Diagnostic;
-use crate::mlir::schedule::apply_schedule;
+use crate::mlir::schedule::{apply_schedule, Afterwards};
 use crate::mlir::stages::{
     expect_mlir, stage_error, OptionKind, Program, Stage, StageEnv, StageOption, StageOptions,
 };
@@ -45,7 +45,15 @@ impl Stage for ApplySchedule {
                 format!("cannot read the schedule '{path}': {e}"),
             )
         })?;
-        apply_schedule(env, &mut module, &text, &format!("'{path}'"), self.name())?;
+        // Verified at once, so that an invalid result is reported as the schedule's.
+        apply_schedule(
+            env,
+            &mut module,
+            &text,
+            &format!("'{path}'"),
+            self.name(),
+            Afterwards::MoreWork,
+        )?;
         Ok(Program::Mlir(module))
     }
 }

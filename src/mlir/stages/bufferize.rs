@@ -100,10 +100,7 @@ fn number_globals(context: &melior::Context, module: &melior::ir::Module<'_>) {
     let mut taken = HashSet::new();
     let mut reads = Vec::new();
     walk(module, |op| {
-        let symbol = || {
-            op.attribute("sym_name")
-                .map(|a| a.to_string().trim_matches('"').to_string())
-        };
+        let symbol = || op.string_attribute("sym_name");
         match op.name().as_str() {
             "memref.global" => {
                 if let Some(name) = symbol() {

@@ -25,7 +25,7 @@
 //! Precondition: MLIR on tensors (before bufferization).
 
 use crate::diag::Diagnostic;
-use crate::mlir::schedule::{apply_schedule, match_each, SCHEDULE_HEAD, SCHEDULE_TAIL};
+use crate::mlir::schedule::{apply_schedule, match_each, Afterwards, SCHEDULE_HEAD, SCHEDULE_TAIL};
 use crate::mlir::stages::parallelize::PARALLEL;
 use crate::mlir::stages::{expect_mlir, run_upstream, Program, Stage, StageEnv, StageOptions};
 use crate::mlir::strategy::{divisor_at_most, epilogue_tiles, loops, reads_per_element};
@@ -93,10 +93,24 @@ impl Stage for Fuse {
             run_upstream(env, &mut module, "tessera-fuse-epilogues", self.name())?;
         }
         if let Some(schedule) = row_schedule(env, &module) {
-            apply_schedule(env, &mut module, &schedule, "of tessera-fuse", self.name())?;
+            apply_schedule(
+                env,
+                &mut module,
+                &schedule,
+                "of tessera-fuse",
+                self.name(),
+                Afterwards::MoreWork,
+            )?;
         }
         if let Some(schedule) = sibling_schedule(env, &module) {
-            apply_schedule(env, &mut module, &schedule, "of tessera-fuse", self.name())?;
+            apply_schedule(
+                env,
+                &mut module,
+                &schedule,
+                "of tessera-fuse",
+                self.name(),
+                Afterwards::MoreWork,
+            )?;
         }
         // Remove what fusion left without uses; merge the identical constants decomposition made.
         run_upstream(env, &mut module, "canonicalize,cse", self.name())?;
@@ -192,21 +206,14 @@ fn hoist_invariant_producers(module: &melior::ir::Module<'_>) {
 
 /// Whether `op` is a linalg.generic without reduction loops.
 fn is_elementwise(op: &WalkedOp<'_>) -> bool {
-    op.name() == "linalg.generic"
-        && op
-            .attribute("iterator_types")
-            .is_some_and(|k| !k.to_string().contains("reduction"))
+    op.generic_reduces() == Some(false)
 }
 
 /// Whether an operand of `op` is the result of a reduction (a generic with a reduction loop).
 fn reads_reduction(op: &WalkedOp<'_>) -> bool {
     (0..op.operand_count())
         .filter_map(|i| op.operand_producer(i))
-        .any(|p| {
-            p.name() == "linalg.generic"
-                && p.attribute("iterator_types")
-                    .is_some_and(|k| k.to_string().contains("reduction"))
-        })
+        .any(|p| p.generic_reduces() == Some(true))
 }
 
 /// Whether fusing the producers of `root` into its row loop recomputes nothing expensive and
@@ -479,10 +486,7 @@ fn payload_cost(op: &WalkedOp<'_>) -> usize {
 fn duplicate_cheap_producers(module: &melior::ir::Module<'_>) -> bool {
     let mut copies = Vec::new();
     walk(module, |op| {
-        let elementwise = op.name() == "linalg.generic"
-            && op
-                .attribute("iterator_types")
-                .is_some_and(|k| !k.to_string().contains("reduction"));
+        let elementwise = op.generic_reduces() == Some(false);
         if !elementwise || payload_cost(op) > CHEAP_PAYLOAD + 1 {
             return;
         }
@@ -525,10 +529,7 @@ fn mark_epilogues(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> bo
         let Some(consumer) = op.sole_user().filter(|_| loops(op).is_some()) else {
             return;
         };
-        let elementwise = consumer.name() == "linalg.generic"
-            && consumer
-                .attribute("iterator_types")
-                .is_some_and(|kinds| !kinds.to_string().contains("reduction"));
+        let elementwise = consumer.generic_reduces() == Some(false);
         let Some(consumer_loops) = loops(&consumer).filter(|_| elementwise) else {
             return;
         };

@@ -148,8 +148,8 @@ impl Stage for LowerToLlvm {
             if op.name() == "llvm.func" {
                 let private = op.has_body()
                     && op
-                        .attribute("sym_visibility")
-                        .is_some_and(|v| v.to_string() == "\"private\"");
+                        .string_attribute("sym_visibility")
+                        .is_some_and(|v| v == "private");
                 if let (true, Some(internal)) = (private, internal) {
                     op.set_attribute("linkage", internal);
                     op.remove_attribute("sym_visibility");

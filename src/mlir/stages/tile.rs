@@ -6,7 +6,7 @@
 //! accumulate in vector lanes (see [`SPLIT_LANES`]). Precondition: linalg on tensors.
 
 use crate::diag::Diagnostic;
-use crate::mlir::schedule::{apply_schedule, match_each, SCHEDULE_HEAD, SCHEDULE_TAIL};
+use crate::mlir::schedule::{apply_schedule, match_each, Afterwards, SCHEDULE_HEAD, SCHEDULE_TAIL};
 use crate::mlir::stages::parallelize::PARALLEL;
 use crate::mlir::stages::{
     expect_mlir, stage_error, OptionKind, Program, Stage, StageEnv, StageOption, StageOptions,
@@ -146,7 +146,14 @@ fn split_reductions(
         );
     }
     schedule.push_str(SCHEDULE_TAIL);
-    apply_schedule(env, module, &schedule, "of tessera-tile", stage)?;
+    apply_schedule(
+        env,
+        module,
+        &schedule,
+        "of tessera-tile",
+        stage,
+        Afterwards::MoreWork,
+    )?;
     walk(module, |op| op.remove_attribute(SPLIT));
     Ok(())
 }
@@ -276,7 +283,14 @@ impl Stage for Tile {
                 "{SCHEDULE_HEAD}{}{tiles}{SCHEDULE_TAIL}",
                 match_each(MARKER, count, "op")
             );
-            apply_schedule(env, &mut module, &schedule, "of tessera-tile", self.name())?;
+            apply_schedule(
+                env,
+                &mut module,
+                &schedule,
+                "of tessera-tile",
+                self.name(),
+                Afterwards::StageEnds,
+            )?;
         }
         walk(&module, |op| op.remove_attribute(MARKER));
         Ok(Program::Mlir(module))

@@ -5,7 +5,7 @@
 //! as they are. Precondition: linalg on tensors, register-tiled.
 
 use crate::diag::Diagnostic;
-use crate::mlir::schedule::apply_schedule;
+use crate::mlir::schedule::{apply_schedule, Afterwards};
 use crate::mlir::stages::tile::VECTORIZE;
 use crate::mlir::stages::{expect_mlir, stage_error, Program, Stage, StageEnv, StageOptions};
 use crate::mlir::walk::walk;
@@ -114,6 +114,7 @@ impl Stage for Vectorize {
             SCHEDULE,
             "of tessera-vectorize",
             self.name(),
+            Afterwards::StageEnds,
         )?;
         let ctx = env.context.context();
         let mut invalid = None;
