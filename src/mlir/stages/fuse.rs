@@ -92,25 +92,22 @@ impl Stage for Fuse {
         if mark_epilogues(env, &module) {
             run_upstream(env, &mut module, "tessera-fuse-epilogues", self.name())?;
         }
-        if let Some(schedule) = row_schedule(env, &module) {
+        let fuse = |module: &mut melior::ir::Module<'c>, schedule: &str| {
+            let origin = "of tessera-fuse";
             apply_schedule(
                 env,
-                &mut module,
-                &schedule,
-                "of tessera-fuse",
+                module,
+                schedule,
+                origin,
                 self.name(),
                 Afterwards::MoreWork,
-            )?;
+            )
+        };
+        if let Some(schedule) = row_schedule(env, &module) {
+            fuse(&mut module, &schedule)?;
         }
         if let Some(schedule) = sibling_schedule(env, &module) {
-            apply_schedule(
-                env,
-                &mut module,
-                &schedule,
-                "of tessera-fuse",
-                self.name(),
-                Afterwards::MoreWork,
-            )?;
+            fuse(&mut module, &schedule)?;
         }
         // Remove what fusion left without uses; merge the identical constants decomposition made.
         run_upstream(env, &mut module, "canonicalize,cse", self.name())?;
