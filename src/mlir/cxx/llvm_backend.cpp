@@ -159,6 +159,23 @@ void mergeFunctions(llvm::Module &module) {
   passes.run(module, modules);
 }
 
+/// The analysis managers of one run of LLVM's pass manager, registered with `builder` and
+/// with each other.
+struct Analyses {
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager sccs;
+  llvm::ModuleAnalysisManager modules;
+
+  explicit Analyses(llvm::PassBuilder &builder) {
+    builder.registerModuleAnalyses(modules);
+    builder.registerCGSCCAnalyses(sccs);
+    builder.registerFunctionAnalyses(functions);
+    builder.registerLoopAnalyses(loops);
+    builder.crossRegisterProxies(loops, functions, sccs, modules);
+  }
+};
+
 /// Runs LLVM's optimization pipeline at `options.level` on `module`.
 void optimize(llvm::Module &module, llvm::TargetMachine &machine, const Options &options) {
   // As clang at -O2 and above (and MLIR's ExecutionEngine): both vectorizers on. The SLP
@@ -167,16 +184,8 @@ void optimize(llvm::Module &module, llvm::TargetMachine &machine, const Options 
   tuning.LoopVectorization = true;
   tuning.SLPVectorization = true;
   tuning.LoopUnrolling = options.unroll;
-  llvm::LoopAnalysisManager loops;
-  llvm::FunctionAnalysisManager functions;
-  llvm::CGSCCAnalysisManager sccs;
-  llvm::ModuleAnalysisManager modules;
   llvm::PassBuilder builder(&machine, tuning);
-  builder.registerModuleAnalyses(modules);
-  builder.registerCGSCCAnalyses(sccs);
-  builder.registerFunctionAnalyses(functions);
-  builder.registerLoopAnalyses(loops);
-  builder.crossRegisterProxies(loops, functions, sccs, modules);
+  Analyses analyses(builder);
   llvm::ModulePassManager passes;
   switch (options.level) {
   case 0:
@@ -192,7 +201,7 @@ void optimize(llvm::Module &module, llvm::TargetMachine &machine, const Options 
     passes.addPass(builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3));
     break;
   }
-  passes.run(module, modules);
+  passes.run(module, analyses.modules);
 }
 
 /// What glue (`tessera::isGlue`) earns of optimization: every function it defines that may be
@@ -205,20 +214,12 @@ void simplifyGlue(llvm::Module &module) {
     if (!function.isDeclaration() && function.hasLocalLinkage() &&
         !function.hasFnAttribute(llvm::Attribute::NoInline))
       function.addFnAttr(llvm::Attribute::AlwaysInline);
-  llvm::LoopAnalysisManager loops;
-  llvm::FunctionAnalysisManager functions;
-  llvm::CGSCCAnalysisManager sccs;
-  llvm::ModuleAnalysisManager modules;
   llvm::PassBuilder builder;
-  builder.registerModuleAnalyses(modules);
-  builder.registerCGSCCAnalyses(sccs);
-  builder.registerFunctionAnalyses(functions);
-  builder.registerLoopAnalyses(loops);
-  builder.crossRegisterProxies(loops, functions, sccs, modules);
+  Analyses analyses(builder);
   llvm::ModulePassManager passes;
   passes.addPass(llvm::AlwaysInlinerPass());
   passes.addPass(llvm::createModuleToFunctionPassAdaptor(llvm::InstSimplifyPass()));
-  passes.run(module, modules);
+  passes.run(module, analyses.modules);
 }
 
 /// Milliseconds spent in each phase (translation, optimization, code generation), written
