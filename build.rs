@@ -36,6 +36,7 @@ fn main() {
         .file("src/mlir/cxx/linalg_loops.cpp")
         .file("src/mlir/cxx/function_equivalence.cpp")
         .file("src/mlir/cxx/kernel_operands.cpp")
+        .file("src/mlir/cxx/subset_hoisting.cpp")
         .file("src/mlir/cxx/module_parts.cpp")
         .file("src/mlir/cxx/llvm_backend.cpp");
     for flag in flags.split_whitespace() {

@@ -26,6 +26,8 @@ extern "C" {
     /// Registers `tessera-localize-kernel-operands` and `tessera-prune-kernel-arguments`
     /// (src/mlir/cxx/kernel_operands.cpp).
     fn tesseraRegisterKernelOperandsPass();
+    /// Registers `tessera-hoist-loop-invariant-subsets` (src/mlir/cxx/subset_hoisting.cpp).
+    fn tesseraRegisterSubsetHoistingPass();
 }
 
 /// A diagnostic MLIR emitted, with its location as MLIR prints it.
@@ -67,6 +69,7 @@ impl MlirContext {
                 tesseraRegisterDeallocationPass();
                 tesseraRegisterSharedTensorsPass();
                 tesseraRegisterKernelOperandsPass();
+                tesseraRegisterSubsetHoistingPass();
             }
         });
         let context = Context::new();

@@ -47,6 +47,10 @@ pub enum Afterwards {
     /// (`verify_step`) checks the payload, once instead of twice (each a tenth of a stage's
     /// time on the GPT block).
     StageEnds,
+    /// The stage's own transforms go on (a tessera pass standing in for a transform op, then
+    /// another schedule): as between the transforms of one schedule, the payload is verified
+    /// at the step's end.
+    ScheduleGoesOn,
 }
 
 /// Applies the schedule in `text` (named `origin` in messages) to `payload`, verified after it
@@ -125,7 +129,7 @@ pub fn apply_schedule(
         mlir_sys::mlirTransformOptionsDestroy(options);
         result.value != 0
     };
-    if applied && (afterwards == Afterwards::StageEnds || payload.as_operation().verify()) {
+    if applied && (afterwards != Afterwards::MoreWork || payload.as_operation().verify()) {
         return Ok(());
     }
     let mut diagnostics = in_stage(located_in(
