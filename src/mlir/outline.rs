@@ -11,7 +11,7 @@
 
 use crate::diag::Diagnostic;
 use crate::mlir::schedule::{apply_schedule, Afterwards, SCHEDULE_HEAD, SCHEDULE_TAIL};
-use crate::mlir::stages::{run_upstream, StageEnv};
+use crate::mlir::stages::{run_upstream, StageEnv, CANONICALIZE};
 use crate::mlir::walk::{walk, walk_top_level, WalkedOp};
 use melior::ir::attribute::FlatSymbolRefAttribute;
 use melior::ir::Attribute;
@@ -82,7 +82,7 @@ pub fn outline_kernels(
     // The outlined loops take what they read from outside as arguments, their bounds
     // included: constants are propagated back in (the kernels are private, so SCCP sees every
     // call), and LLVM knows the trip counts again.
-    run_upstream(env, module, "sccp,canonicalize", stage)?;
+    run_upstream(env, module, &format!("sccp,{CANONICALIZE}"), stage)?;
     merge_identical_kernels(env, module);
     // What SCCP propagated in is no longer passed: a kernel in another LLVM part than its
     // caller keeps every argument it has (an 800-op chain's calls passed 7200 constants).

@@ -4,7 +4,9 @@
 //! copy); temporaries are freed after their last use. Precondition: MLIR on tensors.
 
 use crate::diag::Diagnostic;
-use crate::mlir::stages::{expect_mlir, run_upstream, Program, Stage, StageEnv, StageOptions};
+use crate::mlir::stages::{
+    expect_mlir, run_upstream, Program, Stage, StageEnv, StageOptions, CANONICALIZE,
+};
 use crate::mlir::walk::{walk, WalkedOp};
 use melior::ir::attribute::{BoolAttribute, FlatSymbolRefAttribute, StringAttribute};
 use melior::ir::BlockLike;
@@ -29,7 +31,7 @@ const OUT_PARAMS: &str = "buffer-results-to-out-params{hoist-static-allocs}";
 /// into itself that bufferizing in place leaves: each right after its last use where no
 /// buffer can leave its block (src/mlir/cxx/deallocation.cpp), else by upstream's
 /// ownership-based pipeline.
-const DEALLOCATE: &str = "cse,canonicalize,tessera-deallocate,convert-bufferization-to-memref";
+const DEALLOCATE: &str = "tessera-deallocate,convert-bufferization-to-memref";
 
 impl Stage for Bufferize {
     fn name(&self) -> &'static str {
@@ -62,10 +64,15 @@ impl Stage for Bufferize {
         run_upstream(
             env,
             &mut module,
-            &format!("canonicalize,{OUT_PARAMS}"),
+            &format!("{CANONICALIZE},{OUT_PARAMS}"),
             self.name(),
         )?;
-        run_upstream(env, &mut module, DEALLOCATE, self.name())?;
+        run_upstream(
+            env,
+            &mut module,
+            &format!("cse,{CANONICALIZE},{DEALLOCATE}"),
+            self.name(),
+        )?;
         Ok(Program::Mlir(module))
     }
 }

@@ -27,7 +27,9 @@
 use crate::diag::Diagnostic;
 use crate::mlir::schedule::{apply_schedule, match_each, Afterwards, SCHEDULE_HEAD, SCHEDULE_TAIL};
 use crate::mlir::stages::parallelize::PARALLEL;
-use crate::mlir::stages::{expect_mlir, run_upstream, Program, Stage, StageEnv, StageOptions};
+use crate::mlir::stages::{
+    expect_mlir, run_upstream, Program, Stage, StageEnv, StageOptions, CANONICALIZE,
+};
 use crate::mlir::strategy::{divisor_at_most, epilogue_tiles, loops, reads_per_element};
 use crate::mlir::walk::{walk, WalkedOp};
 use melior::ir::attribute::{DenseI64ArrayAttribute, IntegerAttribute};
@@ -110,7 +112,12 @@ impl Stage for Fuse {
             fuse(&mut module, &schedule)?;
         }
         // Remove what fusion left without uses; merge the identical constants decomposition made.
-        run_upstream(env, &mut module, "canonicalize,cse", self.name())?;
+        run_upstream(
+            env,
+            &mut module,
+            &format!("{CANONICALIZE},cse"),
+            self.name(),
+        )?;
         hoist_invariant_producers(&module);
         walk(&module, |op| {
             for marker in [CONSUMER, ANCHOR, INIT, ROW_ROOT, SIBLING] {
