@@ -37,7 +37,9 @@ pub fn convert_module<'c>(
         })?;
         mlir_module.body().append_operation(op);
     }
-    if !mlir_module.as_operation().verify() {
+    // The pipeline verifies the module where the conversion is not followed by tessera's own
+    // stages (`runner::run_pipeline`); debug builds always do.
+    if context.verify_each() && !mlir_module.as_operation().verify() {
         let mut diagnostics = located_diagnostics(&context.take_diagnostics(), file);
         if diagnostics.is_empty() {
             diagnostics.push(Diagnostic::error(

@@ -10,7 +10,7 @@
 //! with values every nest reads, that was quadratic in the number of nests.
 
 use crate::diag::Diagnostic;
-use crate::mlir::schedule::{apply_schedule, Afterwards, SCHEDULE_HEAD, SCHEDULE_TAIL};
+use crate::mlir::schedule::{apply_schedule, Author, SCHEDULE_HEAD, SCHEDULE_TAIL};
 use crate::mlir::stages::{run_upstream, StageEnv, CANONICALIZE};
 use crate::mlir::walk::{walk, walk_top_level, WalkedOp};
 use melior::ir::attribute::FlatSymbolRefAttribute;
@@ -76,7 +76,7 @@ pub fn outline_kernels(
         &schedule,
         "that outlines kernels",
         stage,
-        Afterwards::MoreWork,
+        Author::Stage,
     )?;
     walk(module, |op| op.remove_attribute(KERNEL));
     // The outlined loops take what they read from outside as arguments, their bounds

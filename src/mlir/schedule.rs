@@ -36,32 +36,29 @@ pub fn match_each(marker: &str, count: usize, name: &str) -> String {
     )
 }
 
-/// What follows a schedule in its stage, which says whether `apply_schedule` verifies the
-/// payload.
+/// Whose schedule `apply_schedule` applies, which says whether it verifies the payload after
+/// it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Afterwards {
-    /// More of the stage reads or transforms the payload: it is verified at once, so that
-    /// nothing runs on invalid IR.
-    MoreWork,
-    /// Nothing but attribute changes: the step's own verification at the stage's end
-    /// (`verify_step`) checks the payload, once instead of twice (each a tenth of a stage's
-    /// time on the GPT block).
-    StageEnds,
-    /// The stage's own transforms go on (a tessera pass standing in for a transform op, then
-    /// another schedule): as between the transforms of one schedule, the payload is verified
-    /// at the step's end.
-    ScheduleGoesOn,
+pub enum Author {
+    /// A stage's own: fixed transforms on IR the stage checked. Like the upstream passes
+    /// inside a stage, the payload is verified after it only where every pass's result is
+    /// (`MlirContext::verify_each`); the pipeline verifies each step's result where it must
+    /// (`runner::run_pipeline`).
+    Stage,
+    /// The user's (`tessera-apply-schedule`): verified at once, so that an invalid result is
+    /// reported as the schedule's.
+    User,
 }
 
 /// Applies the schedule in `text` (named `origin` in messages) to `payload`, verified after it
-/// unless the stage ends there (`afterwards`).
+/// as its `author` says.
 pub fn apply_schedule(
     env: &StageEnv<'_, '_>,
     payload: &mut Module<'_>,
     text: &str,
     origin: &str,
     stage: &str,
-    afterwards: Afterwards,
+    author: Author,
 ) -> Result<(), Vec<Diagnostic>> {
     let name = origin.trim_matches('\'');
     let schedule_file = [Arc::new(SourceFile::new(name, text))];
@@ -129,7 +126,8 @@ pub fn apply_schedule(
         mlir_sys::mlirTransformOptionsDestroy(options);
         result.value != 0
     };
-    if applied && (afterwards != Afterwards::MoreWork || payload.as_operation().verify()) {
+    let verify = author == Author::User || env.context.verify_each();
+    if applied && (!verify || payload.as_operation().verify()) {
         return Ok(());
     }
     let mut diagnostics = in_stage(located_in(

@@ -3,7 +3,7 @@
 //! vectorization. Precondition: MLIR, in whatever state the schedule expects.
 
 use crate::diag::Diagnostic;
-use crate::mlir::schedule::{apply_schedule, Afterwards};
+use crate::mlir::schedule::{apply_schedule, Author};
 use crate::mlir::stages::{
     expect_mlir, stage_error, OptionKind, Program, Stage, StageEnv, StageOption, StageOptions,
 };
@@ -52,7 +52,7 @@ impl Stage for ApplySchedule {
             &text,
             &format!("'{path}'"),
             self.name(),
-            Afterwards::MoreWork,
+            Author::User,
         )?;
         Ok(Program::Mlir(module))
     }

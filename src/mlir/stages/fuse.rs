@@ -25,7 +25,7 @@
 //! Precondition: MLIR on tensors (before bufferization).
 
 use crate::diag::Diagnostic;
-use crate::mlir::schedule::{apply_schedule, match_each, Afterwards, SCHEDULE_HEAD, SCHEDULE_TAIL};
+use crate::mlir::schedule::{apply_schedule, match_each, Author, SCHEDULE_HEAD, SCHEDULE_TAIL};
 use crate::mlir::stages::parallelize::PARALLEL;
 use crate::mlir::stages::{
     expect_mlir, run_upstream, Program, Stage, StageEnv, StageOptions, CANONICALIZE,
@@ -96,14 +96,7 @@ impl Stage for Fuse {
         }
         let fuse = |module: &mut melior::ir::Module<'c>, schedule: &str| {
             let origin = "of tessera-fuse";
-            apply_schedule(
-                env,
-                module,
-                schedule,
-                origin,
-                self.name(),
-                Afterwards::MoreWork,
-            )
+            apply_schedule(env, module, schedule, origin, self.name(), Author::Stage)
         };
         if let Some(schedule) = row_schedule(env, &module) {
             fuse(&mut module, &schedule)?;

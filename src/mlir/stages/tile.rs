@@ -6,7 +6,7 @@
 //! accumulate in vector lanes (see [`SPLIT_LANES`]). Precondition: linalg on tensors.
 
 use crate::diag::Diagnostic;
-use crate::mlir::schedule::{apply_schedule, match_each, Afterwards, SCHEDULE_HEAD, SCHEDULE_TAIL};
+use crate::mlir::schedule::{apply_schedule, match_each, Author, SCHEDULE_HEAD, SCHEDULE_TAIL};
 use crate::mlir::stages::parallelize::PARALLEL;
 use crate::mlir::stages::{
     expect_mlir, stage_error, OptionKind, Program, Stage, StageEnv, StageOption, StageOptions,
@@ -152,7 +152,7 @@ fn split_reductions(
         &schedule,
         "of tessera-tile",
         stage,
-        Afterwards::MoreWork,
+        Author::Stage,
     )?;
     walk(module, |op| op.remove_attribute(SPLIT));
     Ok(())
@@ -289,7 +289,7 @@ impl Stage for Tile {
                 &schedule,
                 "of tessera-tile",
                 self.name(),
-                Afterwards::StageEnds,
+                Author::Stage,
             )?;
         }
         walk(&module, |op| op.remove_attribute(MARKER));

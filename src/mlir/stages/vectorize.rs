@@ -5,7 +5,7 @@
 //! as they are. Precondition: linalg on tensors, register-tiled.
 
 use crate::diag::Diagnostic;
-use crate::mlir::schedule::{apply_schedule, Afterwards};
+use crate::mlir::schedule::{apply_schedule, Author};
 use crate::mlir::stages::tile::VECTORIZE;
 use crate::mlir::stages::{
     expect_mlir, run_upstream, stage_error, Program, Stage, StageEnv, StageOptions,
@@ -128,7 +128,7 @@ impl Stage for Vectorize {
             VECTORIZE_SCHEDULE,
             "of tessera-vectorize",
             self.name(),
-            Afterwards::ScheduleGoesOn,
+            Author::Stage,
         )?;
         run_upstream(env, &mut module, HOIST, self.name())?;
         apply_schedule(
@@ -137,7 +137,7 @@ impl Stage for Vectorize {
             LOWERING_SCHEDULE,
             "of tessera-vectorize's lowering",
             self.name(),
-            Afterwards::StageEnds,
+            Author::Stage,
         )?;
         let ctx = env.context.context();
         let mut invalid = None;
