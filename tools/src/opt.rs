@@ -152,9 +152,10 @@ pub struct OptArgs {
     #[arg(long)]
     pub mlir_print_debuginfo: bool,
 
-    /// Run MLIR's verifier after every upstream pass inside the stages, as `mlir-opt
-    /// --verify-each` does, to find the pass that breaks the IR (every stage's result is
-    /// verified either way; release builds skip the rest for speed)
+    /// Run MLIR's verifier after every pass of every stage, as `mlir-opt --verify-each` does,
+    /// to find the pass that breaks the IR (release builds otherwise verify what enters and
+    /// leaves the pipeline, every upstream pass's result and every step on MLIR input, and
+    /// trust tessera's stages in between)
     #[arg(long)]
     pub verify_each: bool,
     /// Print the reference of every registered op (Markdown) and exit.

@@ -78,6 +78,11 @@ pub struct RunArgs {
     /// Print compile time per stage and the peak bytes allocated by the compiled code.
     #[arg(long)]
     pub stats: bool,
+    /// Verify the IR after every pass of every stage, as debug builds do (release builds
+    /// verify what enters and leaves the pipeline, and trust tessera's stages in between;
+    /// the fuzzers ask for this)
+    #[arg(long)]
+    pub verify_each: bool,
 }
 
 /// Runs `tessera-run`, printing results to `out` and errors to `err`.
@@ -116,6 +121,9 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
     let inputs = prepare_inputs(&module, entry, &args.inputs)?;
 
     let context = MlirContext::new();
+    if args.verify_each {
+        context.set_verify_each(true);
+    }
     let pipeline =
         Pipeline::preset(args.opt_level, !args.no_fusion).with_threads(args.threads as usize);
     let (jit, times) = compile(

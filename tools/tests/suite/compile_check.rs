@@ -49,6 +49,8 @@ pub fn check_everywhere(text: &str, name: &str, entry: &str) -> Vec<String> {
             "--entry".to_string(),
             entry.to_string(),
             "--compare-reference".to_string(),
+            // Release binaries (`TESSERA_FUZZ_BIN_DIR`) verify every pass too.
+            "--verify-each".to_string(),
         ];
         args.extend(configuration.iter().map(|a| a.to_string()));
         let outcome = run_tool("tessera-run", &args, &dir, LIMIT);
