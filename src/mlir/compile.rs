@@ -69,6 +69,7 @@ pub fn jit_options(module: &Module, pipeline: &Pipeline) -> LlvmOptions {
     LlvmOptions {
         level: jit_opt_level(module, pipeline),
         unroll: optimizing,
+        every_pass: false,
     }
 }
 

@@ -98,6 +98,9 @@ pub struct LlvmOptions {
     pub level: u32,
     /// Whether LLVM unrolls loops (full, partial and runtime unrolling).
     pub unroll: bool,
+    /// Whether the passes of LLVM's pipeline that change nothing in tessera's code run too
+    /// (`kPassesWithoutEffect` in llvm_backend.cpp; a test compares the objects both ways).
+    pub every_pass: bool,
 }
 
 impl LlvmOptions {
@@ -105,6 +108,7 @@ impl LlvmOptions {
     pub const DEFAULT: LlvmOptions = LlvmOptions {
         level: 3,
         unroll: true,
+        every_pass: false,
     };
 }
 
@@ -170,6 +174,7 @@ extern "C" {
         module: MlirOperation,
         level: u32,
         unroll: bool,
+        every_pass: bool,
         threads: u32,
         symbols: *const BackendSymbol,
         symbol_count: usize,
@@ -185,6 +190,7 @@ extern "C" {
         module: MlirOperation,
         level: u32,
         unroll: bool,
+        every_pass: bool,
         path: *const c_char,
         error: *mut *mut c_char,
     ) -> bool;
@@ -278,6 +284,7 @@ pub fn write_object_file(
             llvm_module.as_operation().to_raw(),
             options.level.min(3),
             options.unroll,
+            options.every_pass,
             c_path.as_ptr(),
             &mut error,
         )
@@ -340,6 +347,7 @@ impl Jit {
                 llvm_module.as_operation().to_raw(),
                 options.level.min(3),
                 options.unroll,
+                options.every_pass,
                 threads,
                 table.as_ptr(),
                 table.len(),
@@ -561,6 +569,7 @@ llvm.func @_mlir_ciface_move(%src: !llvm.ptr, %dst: !llvm.ptr, %n: i64) attribut
         let options = LlvmOptions {
             level: 0,
             unroll: false,
+            every_pass: false,
         };
         let jit = Jit::new(&module, vec![], options).expect("the kernel compiles");
         assert!(!jit.packed_entry("move").is_null());
