@@ -5,8 +5,9 @@
 //! value it captures by scanning every use of that value in the function: with constants and
 //! weights that every nest reads, quadratic in the number of nests (0.6 s of 1 s of
 //! tessera-lower-to-llvm on an 800-op chain op by op). After outlining,
-//! `tessera-prune-kernel-arguments` drops the arguments a kernel no longer reads (bounds that
-//! SCCP propagated back in) from it and its calls. Registered with MLIR from here (the FFI
+//! `tessera-propagate-constant-arguments` gives each kernel the constants all its calls pass
+//! (its loop bounds), and `tessera-prune-kernel-arguments` drops the arguments a kernel no
+//! longer reads from it and its calls. Registered with MLIR from here (the FFI
 //! boundary; called from `src/mlir/context.rs`).
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -86,6 +87,81 @@ struct KernelOperands
   }
 };
 
+/// The private functions of `module` with a body whose only uses are direct calls, each with
+/// its calls (found in one walk over every use of every symbol: per function it would be
+/// quadratic); empty when the module's symbol uses cannot be known.
+llvm::SmallVector<std::pair<mlir::func::FuncOp, llvm::SmallVector<mlir::func::CallOp>>>
+onlyCalledDirectly(mlir::ModuleOp module) {
+  llvm::DenseMap<mlir::StringAttr, llvm::SmallVector<mlir::func::CallOp>> calls;
+  llvm::DenseSet<mlir::StringAttr> otherwiseUsed;
+  auto uses = mlir::SymbolTable::getSymbolUses(&module.getBodyRegion());
+  if (!uses)
+    return {};
+  for (const mlir::SymbolTable::SymbolUse &use : *uses) {
+    mlir::StringAttr name = use.getSymbolRef().getRootReference();
+    auto call = mlir::dyn_cast<mlir::func::CallOp>(use.getUser());
+    if (call && use.getSymbolRef().getNestedReferences().empty())
+      calls[name].push_back(call);
+    else
+      otherwiseUsed.insert(name);
+  }
+  llvm::SmallVector<std::pair<mlir::func::FuncOp, llvm::SmallVector<mlir::func::CallOp>>>
+      functions;
+  for (mlir::func::FuncOp function : module.getOps<mlir::func::FuncOp>())
+    if (function.isPrivate() && !function.isExternal() &&
+        !otherwiseUsed.contains(function.getSymNameAttr()))
+      functions.emplace_back(function, calls.lookup(function.getSymNameAttr()));
+  return functions;
+}
+
+/// The constant op every one of `calls` passes as operand `index` (each its own op, all of
+/// the same value), or null.
+mlir::Operation *sameConstant(llvm::ArrayRef<mlir::func::CallOp> calls, unsigned index) {
+  mlir::Operation *first = nullptr;
+  mlir::Attribute value;
+  for (mlir::func::CallOp call : calls) {
+    mlir::Attribute constant;
+    mlir::Value operand = call.getOperand(index);
+    mlir::Operation *producer = operand.getDefiningOp();
+    if (!producer || producer->getNumOperands() != 0 || producer->getNumRegions() != 0 ||
+        !mlir::matchPattern(operand, mlir::m_Constant(&constant)) ||
+        (value && constant != value))
+      return nullptr;
+    first = first ? first : producer;
+    value = constant;
+  }
+  return first;
+}
+
+struct PropagateConstantArguments
+    : public mlir::PassWrapper<PropagateConstantArguments,
+                               mlir::OperationPass<mlir::ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(PropagateConstantArguments)
+
+  llvm::StringRef getArgument() const final {
+    return "tessera-propagate-constant-arguments";
+  }
+
+  llvm::StringRef getDescription() const final {
+    return "Give a private function, called only directly, a copy of the constant every call "
+           "passes for an argument, read instead of the argument";
+  }
+
+  void runOnOperation() override {
+    for (auto &[function, calls] : onlyCalledDirectly(getOperation())) {
+      if (calls.empty())
+        continue;
+      mlir::OpBuilder entry = mlir::OpBuilder::atBlockBegin(&function.getBody().front());
+      for (mlir::BlockArgument argument : function.getArguments()) {
+        if (argument.use_empty())
+          continue;
+        if (mlir::Operation *constant = sameConstant(calls, argument.getArgNumber()))
+          argument.replaceAllUsesWith(entry.clone(*constant)->getResult(0));
+      }
+    }
+  }
+};
+
 struct PruneKernelArguments
     : public mlir::PassWrapper<PruneKernelArguments, mlir::OperationPass<mlir::ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(PruneKernelArguments)
@@ -98,33 +174,14 @@ struct PruneKernelArguments
   }
 
   void runOnOperation() override {
-    mlir::ModuleOp module = getOperation();
-    // One walk for every use of every symbol: per function it would be quadratic.
-    llvm::DenseMap<mlir::StringAttr, llvm::SmallVector<mlir::func::CallOp>> calls;
-    llvm::DenseSet<mlir::StringAttr> otherwiseUsed;
-    if (auto uses = mlir::SymbolTable::getSymbolUses(&module.getBodyRegion())) {
-      for (const mlir::SymbolTable::SymbolUse &use : *uses) {
-        mlir::StringAttr name = use.getSymbolRef().getRootReference();
-        auto call = mlir::dyn_cast<mlir::func::CallOp>(use.getUser());
-        if (call && use.getSymbolRef().getNestedReferences().empty())
-          calls[name].push_back(call);
-        else
-          otherwiseUsed.insert(name);
-      }
-    } else {
-      return;
-    }
-    for (mlir::func::FuncOp function : module.getOps<mlir::func::FuncOp>()) {
-      if (!function.isPrivate() || function.isExternal() ||
-          otherwiseUsed.contains(function.getSymNameAttr()))
-        continue;
+    for (auto &[function, calls] : onlyCalledDirectly(getOperation())) {
       llvm::BitVector unread(function.getNumArguments());
       for (mlir::BlockArgument argument : function.getArguments())
         unread[argument.getArgNumber()] = argument.use_empty();
       if (unread.none())
         continue;
       function.eraseArguments(unread);
-      for (mlir::func::CallOp call : calls.lookup(function.getSymNameAttr()))
+      for (mlir::func::CallOp call : calls)
         call->eraseOperands(unread);
     }
   }
@@ -132,9 +189,11 @@ struct PruneKernelArguments
 
 } // namespace
 
-/// Registers `tessera-localize-kernel-operands` and `tessera-prune-kernel-arguments` with
-/// MLIR's pass registry. Call once, before parsing pipelines.
+/// Registers `tessera-localize-kernel-operands`, `tessera-propagate-constant-arguments` and
+/// `tessera-prune-kernel-arguments` with MLIR's pass registry. Call once, before parsing
+/// pipelines.
 extern "C" void tesseraRegisterKernelOperandsPass() {
   mlir::PassRegistration<KernelOperands>();
+  mlir::PassRegistration<PropagateConstantArguments>();
   mlir::PassRegistration<PruneKernelArguments>();
 }
