@@ -7,10 +7,8 @@
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/ScalarEvolution.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
-#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/Instructions.h"
-#include "llvm/Support/raw_ostream.h"
 #include "llvm/TargetParser/Triple.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 
@@ -194,11 +192,8 @@ std::vector<ModulePart> splitIntoParts(llvm::Module &module, unsigned count, uns
     DefinedSize size = definedSize(
         module, [&](const llvm::Function &function) { return part.at(&function) == index; });
     auto kind = static_cast<PartKind>(index / count);
-    ModulePart result{{}, kind, kind == PartKind::Tiny ? 0 : level, size.functions,
-                      size.instructions};
-    llvm::raw_svector_ostream stream(result.bitcode);
-    llvm::WriteBitcodeToFile(*copy, stream);
-    parts.push_back(std::move(result));
+    parts.push_back({std::move(copy), kind, kind == PartKind::Tiny ? 0 : level, size.functions,
+                     size.instructions});
   }
   return parts;
 }

@@ -8,6 +8,7 @@
 #include "llvm/IR/Module.h"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace tessera {
@@ -63,8 +64,8 @@ constexpr unsigned PART_KINDS = 4;
 
 /// One part of a split module.
 struct ModulePart {
-  /// The part as bitcode, to be read into an LLVM context of its own.
-  llvm::SmallVector<char, 0> bitcode;
+  /// The part, in the split module's context.
+  std::unique_ptr<llvm::Module> module;
   /// What it holds.
   PartKind kind;
   /// The optimization level it earns: `level`, or 0 when all its functions are tiny.
