@@ -23,8 +23,8 @@ extern "C" {
     fn tesseraRegisterDeallocationPass();
     /// Registers `tessera-split-shared-tensors` (src/mlir/cxx/shared_tensors.cpp).
     fn tesseraRegisterSharedTensorsPass();
-    /// Registers `tessera-localize-kernel-operands` and `tessera-prune-kernel-arguments`
-    /// (src/mlir/cxx/kernel_operands.cpp).
+    /// Registers `tessera-localize-kernel-operands`, `tessera-propagate-constant-arguments`
+    /// and `tessera-prune-kernel-arguments` (src/mlir/cxx/kernel_operands.cpp).
     fn tesseraRegisterKernelOperandsPass();
     /// Registers `tessera-hoist-loop-invariant-subsets` (src/mlir/cxx/subset_hoisting.cpp).
     fn tesseraRegisterSubsetHoistingPass();
