@@ -1,5 +1,6 @@
-//! Splitting an LLVM module into parts that are optimized and compiled independently, on
-//! threads of their own, each at the optimization level its functions' work earns.
+//! Splitting an LLVM module into parts that are optimized and compiled independently (on
+//! threads of their own, or one after another on one core), each at the optimization level
+//! its functions' work earns.
 
 #include "module_parts.h"
 
