@@ -38,13 +38,20 @@ pub trait OpDef: Evaluate + Sync + 'static {
         0
     }
 
-    /// Whether each result element is a sum of many rounded terms (a reduction's sum, a
-    /// matmul's or convolution's dot products): compiled code adds them in another order, or
-    /// in a wider type, and its result differs from the reference's by roundings at the size
-    /// of the partial sums, which the sum of the terms' magnitudes (the op on its operands'
-    /// absolute values) bounds, not at the size of a result that cancels to near zero.
-    fn accumulates(&self) -> bool {
-        false
+    /// How many rounded terms each result element sums, for an op that accumulates (a
+    /// reduction's reduced elements, a matmul's inner dimension, a convolution's filter taps,
+    /// an average's window); `None` for the others. Compiled code adds the terms in another
+    /// order than the reference, or in a wider type, and its partial sums round at their own
+    /// size, which the sum of the terms' magnitudes (the op on its operands' absolute values)
+    /// bounds, not at the size of a result that cancels to near zero; `n` such roundings of
+    /// random sign add up to about `sqrt(n)` of them.
+    fn accumulated_terms(
+        &self,
+        _operands: &[&TensorType],
+        _results: &[&TensorType],
+        _attrs: &Attrs,
+    ) -> Option<u64> {
+        None
     }
 
     /// How the op becomes MLIR (`None`: it decomposes first).

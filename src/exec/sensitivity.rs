@@ -11,8 +11,14 @@
 //! The run is of the decomposed module, whose ops are the ones compiled code computes: a
 //! layer norm rounds after its centring, scaling and shift, and a shift that cancels its
 //! scaled input to near zero is off by a rounding of the input, not of the result. An op that
-//! accumulates ([`OpDef::accumulates`](crate::dialect::OpDef::accumulates): sums, dot products) moves by one ulp of the sum of its
-//! terms' magnitudes, at which its partial sums round, in whatever order they are added.
+//! accumulates ([`OpDef::accumulated_terms`](crate::dialect::OpDef::accumulated_terms): sums,
+//! dot products) rounds each of its `n` partial sums, at most at the size of the sum of its
+//! terms' magnitudes, in whatever order they are added and in the type they accumulate in (f32
+//! for f16 and bf16): roundings of random sign add up to about `sqrt(n)` of them (Higham and
+//! Mary, "A new approach to probabilistic rounding error analysis", 2019), so its result moves
+//! by `sqrt(n)` ulps of that sum in the accumulator's type, plus the one rounding to its own
+//! type. One ulp for a whole sum would miss what a loop that adds 256 positive terms one after
+//! another really does (about ten ulps of the sum), as a fuzzed layer norm at -O0 showed.
 //!
 //! Integer-valued elements are left as they are: they are what exact ops produce (counts,
 //! masks, `floor`), which compiled code reproduces exactly, and moving them would turn the
@@ -25,19 +31,37 @@ use crate::exec::tensor::{significand_bits, Tensor, TensorData};
 use crate::ir::Module;
 use crate::number::round_to;
 use crate::transforms::decompose::decompose;
+use crate::types::TensorType;
 
 /// The perturbed runs of the reference: each moves every float input and op result by one
 /// ulp, up or down at random, with a seed of its own.
 const RUNS: u64 = 2;
 
+/// How an accumulating op's results round: `terms` partial sums per element, each at most at
+/// the size of the same element of `sizes` (the sum of its terms' magnitudes).
+struct Accumulation {
+    sizes: Tensor,
+    terms: u64,
+}
+
+/// One ulp of `size` in a type with `bits` significant bits.
+fn ulp(size: f64, bits: u32) -> f64 {
+    2f64.powi(size.log2().floor() as i32 - (bits as i32 - 1))
+}
+
 /// `tensor` with every float element that is not an integer moved by one ulp of its type, up
-/// or down as `seed`'s stream says (integers and booleans stay). The ulp is that of the
-/// element, or of the same element of `magnitude` where that is larger (an accumulation's).
-fn perturbed(tensor: &Tensor, magnitude: Option<&Tensor>, seed: u64) -> Tensor {
+/// or down as `seed`'s stream says (integers and booleans stay); the result of an
+/// `accumulation` also by `sqrt(terms)` ulps of its size in the type it accumulates in.
+fn perturbed(tensor: &Tensor, accumulation: Option<&Accumulation>, seed: u64) -> Tensor {
     let TensorData::Float(values) = &tensor.data else {
         return tensor.clone();
     };
-    let bits = significand_bits(tensor.ty.element) as i32;
+    let element = tensor.ty.element;
+    let (bits, accumulator_bits) = (
+        significand_bits(element),
+        significand_bits(element.accumulator()),
+    );
+    let accumulation = accumulation.filter(|a| a.sizes.len() == values.len());
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let moved = values.iter().enumerate().map(|(i, &v)| {
         state ^= state << 13;
@@ -46,15 +70,16 @@ fn perturbed(tensor: &Tensor, magnitude: Option<&Tensor>, seed: u64) -> Tensor {
         if !v.is_finite() || v == v.trunc() {
             return v;
         }
-        let size = magnitude
-            .filter(|m| m.len() == values.len())
-            .map(|m| m.get_f64(i).abs())
-            .filter(|m| m.is_finite())
-            .map_or(v.abs(), |m| m.max(v.abs()));
-        // One ulp of `size` in a type with `bits` significant bits.
-        let ulp = 2f64.powi(size.log2().floor() as i32 - (bits - 1));
-        let step = if state & 1 == 0 { ulp } else { -ulp };
-        round_to(v + step, tensor.ty.element)
+        let partial_sums = accumulation.map_or(0.0, |a| {
+            let size = a.sizes.get_f64(i).abs();
+            if size.is_finite() && size > 0.0 {
+                (a.terms as f64).sqrt() * ulp(size, accumulator_bits)
+            } else {
+                0.0
+            }
+        });
+        let step = ulp(v.abs(), bits) + partial_sums;
+        round_to(if state & 1 == 0 { v + step } else { v - step }, element)
     });
     Tensor::from_f64(&tensor.ty, moved.collect::<Vec<_>>())
 }
@@ -67,19 +92,27 @@ fn absolute(tensor: &Tensor) -> Tensor {
     }
 }
 
-/// The sizes at which an accumulating op's results round: the op evaluated on its operands'
-/// absolute values (the sums of its terms' magnitudes); `None` for other ops.
-fn rounding_sizes(op: &Evaluated<'_, '_>) -> Option<Vec<Tensor>> {
-    if !op.def.accumulates() {
-        return None;
-    }
+/// How an accumulating op's results round: its terms per element, and the op evaluated on
+/// its operands' absolute values (the sums of its terms' magnitudes); `None` for other ops.
+fn accumulations(op: &Evaluated<'_, '_>) -> Option<Vec<Accumulation>> {
+    let operand_types: Vec<&TensorType> = op.ctx.operands.iter().map(|t| &t.ty).collect();
+    let result_types: Vec<&TensorType> = op.ctx.result_types.iter().collect();
+    let terms = op
+        .def
+        .accumulated_terms(&operand_types, &result_types, op.ctx.attrs)?;
     let absolutes: Vec<Tensor> = op.ctx.operands.iter().map(|t| absolute(t)).collect();
     let operands: Vec<&Tensor> = absolutes.iter().collect();
     let ctx = EvalContext {
         operands: &operands,
         ..*op.ctx
     };
-    op.def.evaluate(&ctx).ok()
+    let sizes = op.def.evaluate(&ctx).ok()?;
+    Some(
+        sizes
+            .into_iter()
+            .map(|sizes| Accumulation { sizes, terms })
+            .collect(),
+    )
 }
 
 /// For each result of function `func` of `module` on `inputs` (whose reference results are
@@ -102,12 +135,12 @@ pub fn sensitivity(
             .collect();
         let mut op_results = 0u64;
         let mut round_differently = |results: &mut [Tensor], op: &Evaluated<'_, '_>| {
-            let sizes = rounding_sizes(op);
+            let accumulations = accumulations(op);
             for (i, result) in results.iter_mut().enumerate() {
                 op_results += 1;
                 let seed = (run << 32) ^ op_results.wrapping_mul(0x2545_F491);
-                let size = sizes.as_ref().and_then(|sizes| sizes.get(i));
-                *result = perturbed(result, size, seed);
+                let accumulation = accumulations.as_ref().and_then(|a| a.get(i));
+                *result = perturbed(result, accumulation, seed);
             }
         };
         let results =

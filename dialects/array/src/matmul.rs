@@ -28,9 +28,14 @@ static SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Matmul {
-    /// Each element is a dot product.
-    fn accumulates(&self) -> bool {
-        true
+    /// Each element is a dot product over the inner dimension.
+    fn accumulated_terms(
+        &self,
+        operands: &[&TensorType],
+        _: &[&TensorType],
+        _: &Attrs,
+    ) -> Option<u64> {
+        operands[0].shape.last().copied()
     }
 
     /// A multiply-add per result element and step of the inner dimension.

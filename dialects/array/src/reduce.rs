@@ -82,9 +82,19 @@ const fn reduce(
 }
 
 impl OpDef for Reduce {
-    /// Sums and means add their elements; maxima and minima round nothing.
-    fn accumulates(&self) -> bool {
-        matches!(self.kind, ReduceKind::Sum | ReduceKind::Mean)
+    /// Sums and means add the elements each result element stands for; maxima and minima
+    /// round nothing.
+    fn accumulated_terms(
+        &self,
+        operands: &[&TensorType],
+        results: &[&TensorType],
+        _: &Attrs,
+    ) -> Option<u64> {
+        if !matches!(self.kind, ReduceKind::Sum | ReduceKind::Mean) {
+            return None;
+        }
+        let terms = operands[0].num_elements()?;
+        Some(terms / results[0].num_elements()?.max(1))
     }
 
     fn flops(&self, operands: &[&TensorType], _: &[&TensorType], _: &Attrs) -> u64 {

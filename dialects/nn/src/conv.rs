@@ -120,9 +120,15 @@ pub fn geometry(
 }
 
 impl OpDef for Conv2d {
-    /// Each element is a dot product over the filter's taps.
-    fn accumulates(&self) -> bool {
-        true
+    /// Each element is a dot product over the filter's taps (KH x KW x C), plus the bias.
+    fn accumulated_terms(
+        &self,
+        operands: &[&TensorType],
+        _: &[&TensorType],
+        _: &Attrs,
+    ) -> Option<u64> {
+        let taps: u64 = operands[1].shape[..3].iter().product();
+        Some(taps + u64::from(operands.len() > 2))
     }
 
     /// A multiply-add per output element and filter tap (KH x KW x C), plus the bias.

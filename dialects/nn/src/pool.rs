@@ -70,17 +70,21 @@ const fn pool(
 
 impl OpDef for Pool {
     /// Averages add their window; maxima round nothing.
-    fn accumulates(&self) -> bool {
-        self.kind == PoolKind::Avg
+    fn accumulated_terms(
+        &self,
+        _: &[&TensorType],
+        _: &[&TensorType],
+        attrs: &Attrs,
+    ) -> Option<u64> {
+        (self.kind == PoolKind::Avg).then(|| window_size(attrs))
     }
 
     /// One operation per output element and window position.
     fn flops(&self, _: &[&TensorType], results: &[&TensorType], attrs: &Attrs) -> u64 {
-        let window: u64 = attrs
-            .get("window")
-            .and_then(|w| w.as_int_list())
-            .map_or(1, |w| w.iter().map(|&d| d.max(1) as u64).product());
-        results[0].num_elements().unwrap_or(0) * window
+        results[0]
+            .num_elements()
+            .unwrap_or(0)
+            .saturating_mul(window_size(attrs))
     }
 
     fn converter(&self) -> Option<&dyn ConvertToMlir> {
@@ -120,6 +124,17 @@ impl OpDef for Pool {
             x.element,
         )])
     }
+}
+
+/// The positions of a pool's window (the product of its `window` sizes, saturating).
+fn window_size(attrs: &Attrs) -> u64 {
+    attrs
+        .get("window")
+        .and_then(|w| w.as_int_list())
+        .map_or(1, |w| {
+            w.iter()
+                .fold(1u64, |n, &d| n.saturating_mul(d.max(1) as u64))
+        })
 }
 
 /// Max pooling.

@@ -1,7 +1,8 @@
 //! The noise floor of comparisons (`tessera::exec::sensitivity`) moves op results, not only
 //! inputs: a difference of two values that round differently moves although the inputs the
-//! two share could not move it; a sum moves by a rounding of its terms' size, and a
-//! composite op by the roundings of the ops it decomposes into.
+//! two share could not move it; a sum of `n` terms moves by `sqrt(n)` roundings of its terms'
+//! size in the type it accumulates in, and a composite op by the roundings of the ops it
+//! decomposes into.
 
 use tessera::exec::interpret::interpret;
 use tessera::exec::sensitivity::sensitivity;
@@ -45,22 +46,68 @@ const CANCELLING_SUM: &str = "func @f(%x: tensor<4x3xf32>) -> tensor<4xf32> {
 ";
 
 #[test]
-fn a_sum_moves_by_a_rounding_of_its_terms_not_of_its_result() {
+fn a_sum_moves_by_roundings_of_its_terms_not_of_its_result() {
     let file = SourceFile::new("cancelling_sum.tsr", CANCELLING_SUM);
     let module = load(&file, 0..CANCELLING_SUM.len(), &registry()).expect("valid module");
     let ty = TensorType::new(vec![4, 3], ElementType::F32);
     // Each row sums to about 1e-3 from terms of 1000 and -1000 (integers, which stay) and a
-    // small one: compiled code that adds them in another order rounds a partial sum of the
-    // terms' size, by up to one ulp of their magnitudes' sum (2^-13 at 2000), some 2^20 times
-    // the result's own ulp (2^-33 at 1e-3).
+    // small one: compiled code that adds them in another order rounds partial sums of the
+    // terms' size, each by up to one ulp of their magnitudes' sum (2^-13 at 2000), some 2^20
+    // times the result's own ulp (2^-33 at 1e-3); three of them, sqrt(3) ulps.
     let small = [1e-3, 2e-3, 3e-3, 4e-3];
     let x = Tensor::from_f64(&ty, small.iter().flat_map(|&s| [1000.0, -1000.0, s]));
     let reference = interpret(&module, 0, std::slice::from_ref(&x)).expect("runs");
     let moved = sensitivity(&module, 0, &[x], &reference).expect("perturbed runs");
     let ulps = moved[0] / 2f64.powi(-13);
     assert!(
-        (0.99..1.01).contains(&ulps),
+        (1.73..1.74).contains(&ulps),
         "the sum moved by {ulps} ulps of its terms' magnitudes"
+    );
+}
+
+/// The largest change of `f`'s result on `x` when every value moves by a rounding.
+fn moved_sum(text: &str, x: Tensor) -> f64 {
+    let file = SourceFile::new("sum.tsr", text);
+    let module = load(&file, 0..text.len(), &registry()).expect("valid module");
+    let reference = interpret(&module, 0, std::slice::from_ref(&x)).expect("runs");
+    sensitivity(&module, 0, &[x], &reference).expect("perturbed runs")[0]
+}
+
+#[test]
+fn a_long_sum_moves_by_the_square_root_of_its_length() {
+    let text = "func @f(%x: tensor<256xf32>) -> tensor<f32> {
+  %s = array.reduce_sum %x {axes = [0]} : tensor<f32>
+  return %s : tensor<f32>
+}
+";
+    // 256 terms of 0.3 add up to 76.8 (ulp 2^-17): a loop that adds them one after another
+    // rounds 255 partial sums that grow to that size, about sqrt(256) = 16 ulps of it in all
+    // (a fuzzed layer norm's variance at -O0 was off by about ten), plus the result's own
+    // rounding; the inputs' roundings (ulp 2^-25) add at most 256 of theirs, one of its.
+    let ty = TensorType::new(vec![256], ElementType::F32);
+    let ulps = moved_sum(text, Tensor::from_f64(&ty, vec![0.3; 256])) / 2f64.powi(-17);
+    assert!(
+        (16.0..18.01).contains(&ulps),
+        "the sum of 256 terms moved by {ulps} ulps of itself"
+    );
+}
+
+#[test]
+fn a_bf16_sum_accumulates_in_f32_and_rounds_once_to_bf16() {
+    let text = "func @f(%x: tensor<4x3xbf16>) -> tensor<4xbf16> {
+  %s = array.reduce_sum %x {axes = [1]} : tensor<4xbf16>
+  return %s : tensor<4xbf16>
+}
+";
+    // Rows of 100, -100 and about 0.3: f32 partial sums of size 200 round by 2^-16 each,
+    // then the result rounds once to bf16 at its own size (ulp 2^-9 at 0.3), its input by
+    // as much; one bf16 ulp of the terms' size (1 at 200) would hide any error of the sum.
+    let ty = TensorType::new(vec![4, 3], ElementType::BF16);
+    let x = Tensor::from_f64(&ty, (0..4).flat_map(|_| [100.0, -100.0, 0.3]));
+    let moved = moved_sum(text, x);
+    assert!(
+        moved <= 2f64.powi(-8),
+        "the bf16 sum moved by {moved}, more than two of its ulps"
     );
 }
 
