@@ -1,11 +1,12 @@
-//! Compiles the C++ passes and the LLVM back end (`src/mlir/cxx/`) against the MLIR 19
+//! Compiles the C++ of every room of `src/mlir/` (its `cxx/` folder: the bridge's walking
+//! helpers, the shared stages' passes, a target's passes and back end) against the MLIR 19
 //! headers, when the `mlir` feature is on.
 
 use std::path::PathBuf;
 use std::process::Command;
 
 fn main() {
-    println!("cargo:rerun-if-changed=src/mlir/cxx");
+    let sources = cxx_sources();
     println!("cargo:rerun-if-env-changed=MLIR_SYS_190_PREFIX");
     if std::env::var_os("CARGO_FEATURE_MLIR").is_none() {
         return;
@@ -25,22 +26,30 @@ fn main() {
     );
     let flags = String::from_utf8_lossy(&output.stdout).into_owned();
     let mut build = cc::Build::new();
-    build
-        .cpp(true)
-        .warnings(false)
-        .file("src/mlir/cxx/polynomial_approximation.cpp")
-        .file("src/mlir/cxx/parallel_loops.cpp")
-        .file("src/mlir/cxx/epilogue_fusion.cpp")
-        .file("src/mlir/cxx/deallocation.cpp")
-        .file("src/mlir/cxx/shared_tensors.cpp")
-        .file("src/mlir/cxx/linalg_loops.cpp")
-        .file("src/mlir/cxx/function_equivalence.cpp")
-        .file("src/mlir/cxx/kernel_operands.cpp")
-        .file("src/mlir/cxx/subset_hoisting.cpp")
-        .file("src/mlir/cxx/module_parts.cpp")
-        .file("src/mlir/cxx/llvm_backend.cpp");
+    build.cpp(true).warnings(false).files(&sources);
     for flag in flags.split_whitespace() {
         build.flag(flag);
     }
     build.compile("tessera_mlir_passes");
+}
+
+/// The C++ sources, `src/mlir/<room>/cxx/*.cpp`, in a stable order; a change to any file of
+/// those folders (headers too) rebuilds them.
+fn cxx_sources() -> Vec<PathBuf> {
+    let mut sources = Vec::new();
+    let rooms = std::fs::read_dir("src/mlir").expect("src/mlir is readable");
+    for cxx in rooms.flatten().map(|room| room.path().join("cxx")) {
+        let Ok(files) = std::fs::read_dir(&cxx) else {
+            continue;
+        };
+        println!("cargo:rerun-if-changed={}", cxx.display());
+        for file in files.flatten().map(|f| f.path()) {
+            println!("cargo:rerun-if-changed={}", file.display());
+            if file.extension().is_some_and(|e| e == "cpp") {
+                sources.push(file);
+            }
+        }
+    }
+    sources.sort();
+    sources
 }

@@ -56,7 +56,7 @@ pub trait OpDef: Evaluate + Sync + 'static {
 
     /// How the op becomes MLIR (`None`: it decomposes first).
     #[cfg(feature = "mlir")]
-    fn converter(&self) -> Option<&dyn crate::mlir::lowering::ConvertToMlir> {
+    fn converter(&self) -> Option<&dyn crate::mlir::bridge::lowering::ConvertToMlir> {
         None
     }
 }

@@ -14,13 +14,15 @@ use tessera::diag::{render_all, Diagnostic};
 use tessera::expected_diagnostics::check_expected;
 use tessera::frontend::{decode, load, split_chunks, SPLIT_MARKER};
 use tessera::ir::Module;
-use tessera::mlir::compile::jit_options;
-use tessera::mlir::fusion_report::{report_json, report_of_pipeline, report_text};
-use tessera::mlir::jit::{write_object_file, LlvmOptions, Signature};
-use tessera::mlir::llvm::llvm_ir;
+use tessera::mlir::cpu::compile::jit_options;
+use tessera::mlir::cpu::llvm::llvm_ir;
+use tessera::mlir::cpu::runtime::jit::{write_object_file, LlvmOptions, Signature};
+use tessera::mlir::pipeline::fusion_report::{report_json, report_of_pipeline, report_text};
+use tessera::mlir::pipeline::runner::{
+    run_pipeline, timing_report, Instrumentation, Selection, StepTime,
+};
+use tessera::mlir::pipeline::stages::{stages, OptionKind, Program, StageEnv};
 use tessera::mlir::pipeline::{Pipeline, UPSTREAM_PASSES};
-use tessera::mlir::runner::{run_pipeline, timing_report, Instrumentation, Selection, StepTime};
-use tessera::mlir::stages::{stages, OptionKind, Program, StageEnv};
 use tessera::mlir::MlirContext;
 use tessera::reference::render_reference;
 use tessera::source::SourceFile;
@@ -456,7 +458,7 @@ fn load_mlir<'c>(
     let text = format!("{}{}", "\n".repeat(before), &file.text()[range]);
     context
         .parse_module(&text)
-        .map_err(|errors| tessera::mlir::located::located_diagnostics(&errors, file))
+        .map_err(|errors| tessera::mlir::bridge::located::located_diagnostics(&errors, file))
 }
 
 /// Runs the pipeline (or, for `--emit=mlir` on a model, the conversion) on one chunk and

@@ -19,10 +19,10 @@ use tessera::exec::sensitivity::sensitivity;
 use tessera::exec::tensor::{Tensor, TensorData};
 use tessera::frontend::{decode, load};
 use tessera::ir::Module;
-use tessera::mlir::alloc_counter;
-use tessera::mlir::compile::{compile, jit_options};
-use tessera::mlir::jit::PartKind;
-use tessera::mlir::memref::HostBuffer;
+use tessera::mlir::cpu::compile::{compile, jit_options};
+use tessera::mlir::cpu::runtime::alloc_counter;
+use tessera::mlir::cpu::runtime::jit::PartKind;
+use tessera::mlir::cpu::runtime::memref::HostBuffer;
 use tessera::mlir::pipeline::Pipeline;
 use tessera::mlir::MlirContext;
 

@@ -2,7 +2,7 @@
 
 use tessera::dialect::{OpDef, OpSchema};
 use tessera::infer::InferContext;
-use tessera::mlir::lowering::ConvertToMlir;
+use tessera::mlir::bridge::lowering::ConvertToMlir;
 use tessera::types::TensorType;
 
 /// `array.constant`.

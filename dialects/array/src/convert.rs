@@ -11,12 +11,12 @@ use melior::ir::attribute::IntegerAttribute;
 use melior::ir::r#type::IntegerType;
 use melior::ir::{Type, Value};
 use tessera::attr::{Attribute as TsrAttribute, Scalar};
-use tessera::mlir::affine::{identity, MapExpr};
-use tessera::mlir::emit::{
+use tessera::mlir::bridge::affine::{identity, MapExpr};
+use tessera::mlir::bridge::emit::{
     cmpf, cmpi, scalar_of, ConvertError, ConvertResult, Emitter, Indexed, IteratorKind,
 };
-use tessera::mlir::layout::ReductionIdentity;
-use tessera::mlir::lowering::{ConvertToMlir, OpConversion};
+use tessera::mlir::bridge::layout::ReductionIdentity;
+use tessera::mlir::bridge::lowering::{ConvertToMlir, OpConversion};
 use tessera::types::{ElementClass, ElementType};
 
 type Results<'c, 'a> = ConvertResult<Vec<Value<'c, 'a>>>;

@@ -4,7 +4,7 @@
 use tessera::dialect::Attrs;
 use tessera::dialect::{Arity, AttrDefault, AttrKind, AttrSpec, OpDef, OpSchema, OperandSpec};
 use tessera::infer::InferContext;
-use tessera::mlir::lowering::ConvertToMlir;
+use tessera::mlir::bridge::lowering::ConvertToMlir;
 use tessera::types::{ElementClass, ElementType, TensorType};
 
 /// The element types an elementwise op accepts; picks both the check and the documentation.

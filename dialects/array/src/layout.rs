@@ -5,7 +5,7 @@ use tessera::dialect::{
     Arity, AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema, OperandSpec,
 };
 use tessera::infer::{shape_text, InferContext};
-use tessera::mlir::lowering::ConvertToMlir;
+use tessera::mlir::bridge::lowering::ConvertToMlir;
 use tessera::number::round_to;
 use tessera::types::{ElementClass, ElementType, TensorType};
 

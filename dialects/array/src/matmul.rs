@@ -3,7 +3,7 @@
 use tessera::dialect::Attrs;
 use tessera::dialect::{Arity, OpDef, OpSchema, OperandSpec};
 use tessera::infer::{broadcast_shapes, shape_text, InferContext};
-use tessera::mlir::lowering::ConvertToMlir;
+use tessera::mlir::bridge::lowering::ConvertToMlir;
 use tessera::types::{ElementClass, TensorType};
 
 /// `array.matmul`.

@@ -5,7 +5,7 @@ use tessera::dialect::{
     Arity, AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema, OperandSpec,
 };
 use tessera::infer::InferContext;
-use tessera::mlir::lowering::ConvertToMlir;
+use tessera::mlir::bridge::lowering::ConvertToMlir;
 use tessera::types::{ElementClass, ElementType, TensorType};
 
 const X: &[OperandSpec] = &[OperandSpec {

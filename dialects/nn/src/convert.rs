@@ -9,9 +9,9 @@ use melior::ir::attribute::{DenseElementsAttribute, IntegerAttribute};
 use melior::ir::r#type::{IntegerType, RankedTensorType};
 use melior::ir::{Attribute, Identifier, Value};
 use tessera::attr::Attribute as TsrAttribute;
-use tessera::mlir::emit::{scalar_of, ConvertError, ConvertResult, Emitter};
-use tessera::mlir::layout::ReductionIdentity;
-use tessera::mlir::lowering::{ConvertToMlir, OpConversion};
+use tessera::mlir::bridge::emit::{scalar_of, ConvertError, ConvertResult, Emitter};
+use tessera::mlir::bridge::layout::ReductionIdentity;
+use tessera::mlir::bridge::lowering::{ConvertToMlir, OpConversion};
 use tessera::types::TensorType;
 
 type Results<'c, 'a> = ConvertResult<Vec<Value<'c, 'a>>>;

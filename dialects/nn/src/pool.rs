@@ -5,7 +5,7 @@ use crate::X;
 use tessera::dialect::Attrs;
 use tessera::dialect::{AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema};
 use tessera::infer::InferContext;
-use tessera::mlir::lowering::ConvertToMlir;
+use tessera::mlir::bridge::lowering::ConvertToMlir;
 use tessera::types::{ElementClass, TensorType};
 
 /// The ops of the `Pool` family, so that evaluation and conversion match on a type, not

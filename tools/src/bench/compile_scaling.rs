@@ -7,9 +7,9 @@ use crate::bench::Mode;
 use std::fmt::Write;
 use std::time::Duration;
 use tessera::frontend::load;
-use tessera::mlir::compile::{compile, jit_options};
+use tessera::mlir::cpu::compile::{compile, jit_options};
+use tessera::mlir::pipeline::runner::StepTime;
 use tessera::mlir::pipeline::Pipeline;
-use tessera::mlir::runner::StepTime;
 use tessera::mlir::MlirContext;
 use tessera::source::SourceFile;
 

@@ -5,12 +5,12 @@
 
 use crate::bench::measure::{time_calls, Budget};
 use std::time::Duration;
-use tessera::mlir::jit::{Jit, LlvmOptions, Signature};
-use tessera::mlir::memref::HostBuffer;
+use tessera::mlir::cpu::runtime::jit::{Jit, LlvmOptions, Signature};
+use tessera::mlir::cpu::runtime::memref::HostBuffer;
+use tessera::mlir::cpu::strategy::VectorUnit;
+use tessera::mlir::pipeline::runner::{run_pipeline, Instrumentation};
+use tessera::mlir::pipeline::stages::{Program, StageEnv};
 use tessera::mlir::pipeline::Pipeline;
-use tessera::mlir::runner::{run_pipeline, Instrumentation};
-use tessera::mlir::stages::{Program, StageEnv};
-use tessera::mlir::strategy::VectorUnit;
 use tessera::mlir::MlirContext;
 use tessera::source::SourceFile;
 use tessera::types::{ElementType, TensorType};

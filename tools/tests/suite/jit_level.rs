@@ -5,11 +5,11 @@
 use crate::common::{load_text, root, tsr_files};
 use crate::compile_check::scratch;
 use tessera::ir::Module;
-use tessera::mlir::compile::{jit_opt_level, jit_options};
-use tessera::mlir::jit::{write_object_file, Signature};
+use tessera::mlir::cpu::compile::{jit_opt_level, jit_options};
+use tessera::mlir::cpu::runtime::jit::{write_object_file, Signature};
+use tessera::mlir::pipeline::runner::{run_pipeline, Instrumentation};
+use tessera::mlir::pipeline::stages::{Program, StageEnv};
 use tessera::mlir::pipeline::Pipeline;
-use tessera::mlir::runner::{run_pipeline, Instrumentation};
-use tessera::mlir::stages::{Program, StageEnv};
 use tessera::mlir::MlirContext;
 use tessera::source::SourceFile;
 use tessera_tools::bench::workloads::{builtin, BUILTIN_IDS};

@@ -5,7 +5,7 @@ use crate::common::{relative, tsr_files};
 use std::io::Write;
 use std::process::{Command, Stdio};
 use tessera::frontend::{decode, load};
-use tessera::mlir::convert::convert_module;
+use tessera::mlir::bridge::convert::convert_module;
 use tessera::mlir::MlirContext;
 use tessera_tools::registry;
 

@@ -1,0 +1,256 @@
+//! `tessera-parallelize`: runs the outer loops of big kernels on several threads. Candidates
+//! are the loops earlier stages know to be parallel: `scf.forall` (epilogue fusion) and the
+//! `scf.for` loops `tessera-tile` and `tessera-fuse` mark `tessera.parallel` (cache tiles
+//! over parallel dimensions, row tiles). Of each nest only the outermost candidate runs in
+//! parallel, and only when its work (operations executed, counted through the loop trip
+//! counts) reaches `min-work`: a task costs a few microseconds to hand over, so a small
+//! model's kernels stay on the calling thread and tiny calls never pay for threads. Chosen
+//! loops become `scf.parallel` (`tessera-loops-to-parallel`) and then tasks
+//! (`async-parallel-for`: the caller runs the first block and waits for the rest, up to 8
+//! blocks per thread for balance); `tessera-lower-to-llvm` lowers the tasks to calls of the
+//! async runtime (src/mlir/cpu/runtime/async_runtime.rs). The module records its thread count
+//! (`tessera.threads`) so the JIT lets that many threads run it. Remaining `scf.forall`
+//! loops become `scf.for`. Precondition: bufferized MLIR.
+
+use crate::diag::Diagnostic;
+use crate::mlir::bridge::walk::{walk, WalkedOp};
+use crate::mlir::cpu::runtime::jit::THREADS_ATTRIBUTE;
+use crate::mlir::pipeline::loop_nest::PARALLEL;
+use crate::mlir::pipeline::stages::{
+    expect_mlir, run_upstream, stage_error, OptionKind, Program, Stage, StageEnv, StageOption,
+    StageOptions,
+};
+use melior::ir::attribute::{DenseI64ArrayAttribute, IntegerAttribute};
+use melior::ir::r#type::IntegerType;
+use melior::ir::Attribute;
+
+/// Parallelization as a stage.
+pub struct Parallelize;
+
+/// The attribute this stage puts on the loops it turns into tasks (read by
+/// `tessera-loops-to-parallel`, src/mlir/cpu/cxx/parallel_loops.cpp).
+const PARALLELIZE: &str = "tessera.parallelize";
+
+/// The least work (operations executed, vector operations counting one) a loop nest must
+/// have to be split across threads. Measured here: a unit of work takes 0.05-0.1 ns on one
+/// core (the seed MLP's first kernel at batch 64, 283k units, 12 us; attention's 3M-unit
+/// matmul, 290 us), and handing blocks to another thread and waiting for them costs 2-3 us,
+/// so 2^18 units (15-30 us) gain several times what they pay: W1 B=64 18.0 -> 13.5 us on two
+/// threads, while batch 1 (4k units) runs as on one thread.
+pub const MIN_WORK: u64 = 1 << 18;
+
+impl Stage for Parallelize {
+    fn name(&self) -> &'static str {
+        "tessera-parallelize"
+    }
+
+    fn summary(&self) -> &'static str {
+        "Run the outer parallel loops of big kernels on several threads (async tasks). Input: bufferized MLIR."
+    }
+
+    fn options(&self) -> &'static [StageOption] {
+        &[
+            StageOption { name: "threads", doc: "threads to run on, the caller included (default 1: every loop stays sequential)", kind: OptionKind::Positive },
+            StageOption { name: "min-work", doc: "the least work (operations executed) of a loop nest worth splitting; default 2^18", kind: OptionKind::Positive },
+        ]
+    }
+
+    fn run<'c>(
+        &self,
+        program: Program<'c>,
+        env: &StageEnv<'c, '_>,
+        options: &StageOptions,
+    ) -> Result<Program<'c>, Vec<Diagnostic>> {
+        let mut module = expect_mlir(program, self.name())?;
+        let threads =
+            positive_option(options, "threads", 1).map_err(|e| stage_error(self.name(), e))?;
+        let min_work = positive_option(options, "min-work", MIN_WORK)
+            .map_err(|e| stage_error(self.name(), e))?;
+        let mut on_tensors = None;
+        walk(&module, |op| {
+            let parallel = match op.name().as_str() {
+                "scf.forall" => true,
+                "scf.for" => op.attribute(PARALLEL).is_some(),
+                _ => false,
+            };
+            if parallel && op.result_count() > 0 {
+                on_tensors.get_or_insert_with(|| op.location());
+            }
+        });
+        if let Some(location) = on_tensors {
+            return Err(stage_error(
+                self.name(),
+                format!("needs bufferized MLIR: run tessera-bufferize first (the parallel loop at {location} still yields tensors)"),
+            ));
+        }
+        let mut chosen = 0;
+        if threads > 1 {
+            walk(&module, |op| {
+                if is_candidate(op) && !has_candidate_ancestor(op) && work(op) >= min_work {
+                    op.set_attribute(PARALLELIZE, Attribute::unit(env.context.context()));
+                    chosen += 1;
+                }
+            });
+        }
+        walk(&module, |op| op.remove_attribute(PARALLEL));
+        let passes = if chosen > 0 {
+            format!(
+                "tessera-loops-to-parallel,scf-forall-to-for,async-parallel-for{{async-dispatch num-workers={threads} min-task-size=1}},canonicalize"
+            )
+        } else {
+            "scf-forall-to-for".to_string()
+        };
+        run_upstream(env, &mut module, &passes, self.name())?;
+        if chosen > 0 {
+            keep_bodies_out_of_line(env, &module);
+            let i64_type = IntegerType::new(env.context.context(), 64).into();
+            module.as_operation_mut().set_attribute(
+                THREADS_ATTRIBUTE,
+                IntegerAttribute::new(i64_type, threads as i64).into(),
+            );
+        }
+        Ok(Program::Mlir(module))
+    }
+}
+
+/// Marks the functions async-parallel-for outlined the loop bodies into (`parallel_compute_fn`,
+/// one call site each: the dispatcher) `noinline`. Inlined, each body was copied into the
+/// dispatcher and from there into the coroutine that resumes it, and LLVM compiled a fused
+/// MLP's matmul tiles three times (JIT 128 ms on one thread, 376 ms on two).
+fn keep_bodies_out_of_line<'c>(env: &StageEnv<'c, '_>, module: &melior::ir::Module<'c>) {
+    let Some(noinline) = Attribute::parse(env.context.context(), "[\"noinline\"]") else {
+        return;
+    };
+    walk(module, |op| {
+        let outlined = op.name() == "func.func"
+            && op
+                .attribute("sym_name")
+                .is_some_and(|name| name.to_string().starts_with("\"parallel_compute_fn"));
+        if outlined {
+            op.set_attribute("passthrough", noinline);
+        }
+    });
+}
+
+/// Option `key` as a positive integer, `default` when absent.
+fn positive_option(options: &StageOptions, key: &str, default: u64) -> Result<u64, String> {
+    match options.0.get(key) {
+        None => Ok(default),
+        Some(text) => {
+            text.parse::<u64>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                format!("option '{key}' must be a positive integer, but is '{text}'")
+            })
+        }
+    }
+}
+
+/// Whether `op` is a loop whose iterations may run at the same time.
+fn is_candidate(op: &WalkedOp<'_>) -> bool {
+    match op.name().as_str() {
+        "scf.forall" => true,
+        "scf.for" => op.attribute(PARALLEL).is_some() && op.result_count() == 0,
+        _ => false,
+    }
+}
+
+fn has_candidate_ancestor(op: &WalkedOp<'_>) -> bool {
+    let mut ancestor = op.parent();
+    while let Some(current) = ancestor {
+        if is_candidate(&current) {
+            return true;
+        }
+        ancestor = current.parent();
+    }
+    false
+}
+
+/// The operations `root` (a loop) executes: each nested operation counts once per iteration
+/// of every loop around it, `root` included. Bounds that are not constants count as one
+/// iteration (an underestimate: such a loop stays sequential rather than risk a split that
+/// does not pay).
+fn work(root: &WalkedOp<'_>) -> u64 {
+    let root_trips = trip_count(root);
+    root.nested_ops()
+        .iter()
+        .map(|op| {
+            let mut weight = root_trips;
+            let mut ancestor = op.parent();
+            while let Some(current) = ancestor.filter(|a| a.raw().ptr != root.raw().ptr) {
+                weight = weight.saturating_mul(trip_count(&current));
+                ancestor = current.parent();
+            }
+            weight
+        })
+        .fold(0u64, u64::saturating_add)
+}
+
+/// The iterations of a loop (1 for other operations, and when a bound is not a constant).
+fn trip_count(op: &WalkedOp<'_>) -> u64 {
+    match op.name().as_str() {
+        "scf.for" | "scf.parallel" if op.operand_count() >= 3 => {
+            let bound = |i: usize| constant_index(op, i);
+            match (bound(0), bound(1), bound(2)) {
+                (Some(low), Some(high), Some(step)) => iterations(low, high, step),
+                _ => 1,
+            }
+        }
+        "scf.forall" => {
+            let bounds = |name: &str| {
+                op.attribute(name)
+                    .and_then(|a| DenseI64ArrayAttribute::try_from(a).ok())
+                    .map(|array| {
+                        (0..array.len())
+                            .filter_map(|i| array.element(i).ok())
+                            .collect::<Vec<i64>>()
+                    })
+            };
+            match (
+                bounds("staticLowerBound"),
+                bounds("staticUpperBound"),
+                bounds("staticStep"),
+            ) {
+                (Some(low), Some(high), Some(step)) => low
+                    .iter()
+                    .zip(&high)
+                    .zip(&step)
+                    .map(|((&l, &h), &s)| iterations(l, h, s))
+                    .product(),
+                _ => 1,
+            }
+        }
+        _ => 1,
+    }
+}
+
+/// The iterations from `low` to `high` by `step`; 1 when one of them is dynamic (MLIR marks
+/// dynamic entries of static bound arrays with `i64::MIN`) or the step is not positive.
+fn iterations(low: i64, high: i64, step: i64) -> u64 {
+    if low == i64::MIN || high == i64::MIN || step <= 0 {
+        return 1;
+    }
+    u64::try_from((high - low).max(0)).map_or(1, |range| range.div_ceil(step as u64))
+}
+
+/// The value of operand `index` of `op` when an `arith.constant` of index type defines it.
+fn constant_index(op: &WalkedOp<'_>, index: usize) -> Option<i64> {
+    let producer = op.operand_producer(index)?;
+    if producer.name() != "arith.constant" {
+        return None;
+    }
+    IntegerAttribute::try_from(producer.attribute("value")?)
+        .ok()
+        .map(|a| a.value())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iterations_round_up_and_treat_dynamic_as_one() {
+        assert_eq!(iterations(0, 1024, 16), 64);
+        assert_eq!(iterations(0, 10, 4), 3);
+        assert_eq!(iterations(0, i64::MIN, 1), 1);
+        assert_eq!(iterations(5, 5, 1), 0);
+    }
+}

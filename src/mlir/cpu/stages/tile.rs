@@ -1,0 +1,298 @@
+//! `tessera-tile`: tiles every linalg op twice with the transform dialect's `tile_using_for`:
+//! by its `tessera.tile_sizes` (cache tiles), then the tile by its `tessera.vector_sizes`
+//! (register tiles, which `tessera-vectorize` turns into vectors). The strategy attaches both
+//! to ops that have none; `sizes=` gives the cache sizes of every op and skips the register
+//! level. Before that, long row reductions are split (`split_reduction`) so that they
+//! accumulate in vector lanes (see [`SPLIT_LANES`]). Precondition: linalg on tensors.
+
+use crate::diag::Diagnostic;
+use crate::mlir::bridge::walk::{walk, WalkedOp};
+use crate::mlir::cpu::strategy::{choose, choose_vector, VectorUnit, TILE_SIZES, VECTOR_SIZES};
+use crate::mlir::pipeline::loop_nest::{loops, map_results, PARALLEL};
+use crate::mlir::pipeline::schedule::{
+    apply_schedule, match_each, Author, SCHEDULE_HEAD, SCHEDULE_TAIL,
+};
+use crate::mlir::pipeline::stages::{
+    expect_mlir, stage_error, OptionKind, Program, Stage, StageEnv, StageOption, StageOptions,
+};
+use melior::ir::attribute::{DenseI64ArrayAttribute, IntegerAttribute};
+use melior::ir::r#type::IntegerType;
+use melior::ir::Attribute;
+use std::fmt::Write;
+
+/// Tiling as a stage.
+pub struct Tile;
+
+/// Marks each op to tile for the schedule, which matches it by this attribute.
+const MARKER: &str = "tessera.tile_id";
+
+/// Marks the reductions to split for the split schedule, with their output rank (where the
+/// lanes' dimension goes).
+const SPLIT: &str = "tessera.split_rank";
+
+/// Reductions along their innermost loop over at least `2 * SPLIT_LANES` elements (a multiple
+/// of it) are split: a partial reduction keeps `SPLIT_LANES` sums per row in vectors (loads
+/// and adds, no shuffles; 64 lanes are 4 AVX-512 or 8 AVX2 registers, independent chains of
+/// adds, where one register's chain waited on the add latency at every step), then one
+/// horizontal reduction per row combines them. Left as they were, they reduced each
+/// 16-element chunk across its lanes, shuffles included (layer norm over 1024: 64 horizontal
+/// reductions per row and statistic).
+pub const SPLIT_LANES: i64 = 64;
+
+/// Marks register tiles for `tessera-vectorize`.
+pub const VECTORIZE: &str = "tessera.vectorize";
+
+/// Makes every indexing map of generic `op` (whose loops are `loops`) a projected
+/// permutation, when it only needs renaming: a size-1 input dimension read at the constant 0
+/// (a broadcast) is read at the unit loop the output uses at the same position instead (it
+/// only takes the value 0). Returns whether all maps are projected permutations now:
+/// split_reduction turns a constant index into an invalid op.
+fn unit_indices_as_loops<'c>(
+    op: &WalkedOp<'c>,
+    loops: &[(i64, bool)],
+    ctx: &'c melior::Context,
+) -> bool {
+    let Some(text) = op.attribute("indexing_maps").map(|m| m.to_string()) else {
+        return false;
+    };
+    let mut maps = map_results(&text);
+    let Some(output) = maps.last().cloned() else {
+        return false;
+    };
+    let is_unit_loop = |expr: &str| {
+        expr.strip_prefix('d')
+            .and_then(|i| i.parse::<usize>().ok())
+            .is_some_and(|i| loops.get(i).is_some_and(|&(extent, _)| extent == 1))
+    };
+    let mut changed = false;
+    for map in maps.iter_mut() {
+        if map.len() != output.len() {
+            continue;
+        }
+        for (expr, out) in map.iter_mut().zip(&output) {
+            if expr == "0" && is_unit_loop(out) {
+                *expr = out.clone();
+                changed = true;
+            }
+        }
+    }
+    if !maps.iter().flatten().all(|expr| expr.starts_with('d')) {
+        return false;
+    }
+    if changed {
+        let dims: Vec<String> = (0..loops.len()).map(|i| format!("d{i}")).collect();
+        let text: Vec<String> = maps
+            .iter()
+            .map(|m| format!("affine_map<({}) -> ({})>", dims.join(", "), m.join(", ")))
+            .collect();
+        match Attribute::parse(ctx, &format!("[{}]", text.join(", "))) {
+            Some(attribute) => op.set_attribute("indexing_maps", attribute),
+            None => return false,
+        }
+    }
+    true
+}
+
+/// Splits the long row reductions of `module` (those that qualify, see [`SPLIT_LANES`], and
+/// have no pinned sizes): `split_reduction` with the lanes as the innermost parallel loop.
+/// An op that cannot be split stays as it is (its failure is suppressed).
+fn split_reductions(
+    env: &StageEnv<'_, '_>,
+    module: &mut melior::ir::Module<'_>,
+    stage: &str,
+) -> Result<(), Vec<Diagnostic>> {
+    let ctx = env.context.context();
+    let i64_type = IntegerType::new(ctx, 64).into();
+    let mut ranks = std::collections::BTreeSet::new();
+    walk(module, |op| {
+        let Some(op_loops) = loops(op) else { return };
+        let reductions = op_loops.0.iter().filter(|(_, r)| *r).count();
+        let innermost = op_loops.0.last().copied();
+        let qualifies = op.name() == "linalg.generic"
+            && op.result_count() == 1
+            && reductions == 1
+            && innermost.is_some_and(|(extent, reduction)| {
+                reduction && extent % SPLIT_LANES == 0 && extent >= 2 * SPLIT_LANES
+            })
+            && unit_indices_as_loops(op, &op_loops.0, ctx)
+            && op.attribute(TILE_SIZES).is_none()
+            && op.attribute(VECTOR_SIZES).is_none()
+            && !op.touches_i1()
+            // split_reduction fails on a reduction that widens its input (an f16 or bf16 sum
+            // accumulating in f32).
+            && !op.nested_ops().iter().any(|nested| nested.name() == "arith.extf");
+        let rank = op.shapes().1.first().cloned().flatten().map(|s| s.len());
+        if let (true, Some(rank)) = (qualifies, rank) {
+            op.set_attribute(SPLIT, IntegerAttribute::new(i64_type, rank as i64).into());
+            ranks.insert(rank);
+        }
+    });
+    if ranks.is_empty() {
+        return Ok(());
+    }
+    let any = "!transform.any_op";
+    let mut schedule = String::from(SCHEDULE_HEAD);
+    for rank in ranks {
+        let _ = writeln!(
+            schedule,
+            "    %split{rank} = transform.structured.match ops{{[\"linalg.generic\"]}} attributes {{{SPLIT} = {rank} : i64}} in %root : ({any}) -> {any}
+    transform.foreach %split{rank} : {any} {{
+    ^bb0(%op: {any}):
+      transform.sequence %op : {any} failures(suppress) {{
+      ^bb1(%o: {any}):
+        %init{rank}, %fill{rank}, %partial{rank}, %combine{rank} = transform.structured.split_reduction %o {{split_factor = {SPLIT_LANES}, insert_split_dimension = {rank}, inner_parallel}} : ({any}) -> ({any}, {any}, {any}, {any})
+      }}
+    }}"
+        );
+    }
+    schedule.push_str(SCHEDULE_TAIL);
+    apply_schedule(
+        env,
+        module,
+        &schedule,
+        "of tessera-tile",
+        stage,
+        Author::Stage,
+    )?;
+    walk(module, |op| op.remove_attribute(SPLIT));
+    Ok(())
+}
+
+impl Stage for Tile {
+    fn name(&self) -> &'static str {
+        "tessera-tile"
+    }
+
+    fn summary(&self) -> &'static str {
+        "Tile linalg ops by their tessera.tile_sizes (chosen by the strategy when absent). Input: linalg on tensors."
+    }
+
+    fn options(&self) -> &'static [StageOption] {
+        &[
+            StageOption { name: "sizes", doc: "tile sizes for every op, one per loop, outermost first (0 = untiled); overrides the strategy", kind: OptionKind::Integers { min: 0 } },
+            StageOption { name: "unit", doc: "the vector unit register tiles are sized for: avx2 or avx512; default: the host's", kind: OptionKind::OneOf(&["avx2", "avx512"]) },
+        ]
+    }
+
+    fn run<'c>(
+        &self,
+        program: Program<'c>,
+        env: &StageEnv<'c, '_>,
+        options: &StageOptions,
+    ) -> Result<Program<'c>, Vec<Diagnostic>> {
+        let mut module = expect_mlir(program, self.name())?;
+        let forced = options
+            .int_list("sizes")
+            .transpose()
+            .map_err(|e| stage_error(self.name(), e))?;
+        if let Some(bad) = forced.iter().flatten().find(|&&s| s < 0) {
+            return Err(stage_error(
+                self.name(),
+                format!("option 'sizes' must be non-negative, but has {bad}"),
+            ));
+        }
+        let ctx = env.context.context();
+        if forced.is_none() {
+            split_reductions(env, &mut module, self.name())?;
+        }
+        let mut tiles = String::new();
+        let unit = match options
+            .choice("unit", &["avx2", "avx512"])
+            .map_err(|e| stage_error(self.name(), e))?
+        {
+            Some("avx2") => VectorUnit::AVX2,
+            Some(_) => VectorUnit::AVX512,
+            None => VectorUnit::host(),
+        };
+        let mut count = 0;
+        walk(&module, |op| {
+            let Some(op_loops) = loops(op) else { return };
+            let name = op.name();
+            let pinned = |attribute: &str| {
+                op.attribute(attribute)
+                    .and_then(|a| DenseI64ArrayAttribute::try_from(a).ok())
+                    .map(|array| {
+                        (0..array.len())
+                            .filter_map(|i| array.element(i).ok())
+                            .collect::<Vec<i64>>()
+                    })
+            };
+            let (cache, register) = match &forced {
+                Some(forced) => (
+                    (0..op_loops.0.len())
+                        .map(|i| forced.get(i).copied().unwrap_or(0))
+                        .collect(),
+                    None,
+                ),
+                None => {
+                    let cache = pinned(TILE_SIZES).unwrap_or_else(|| choose(&name, &op_loops));
+                    let register = pinned(VECTOR_SIZES)
+                        .unwrap_or_else(|| choose_vector(&name, &op_loops, &cache, unit));
+                    (cache, Some(register))
+                }
+            };
+            op.remove_attribute(TILE_SIZES);
+            op.remove_attribute(VECTOR_SIZES);
+            let register_level = register
+                .as_ref()
+                .is_some_and(|r| r.len() == op_loops.0.len());
+            let levels: Vec<Vec<i64>> = [Some(cache), register]
+                .into_iter()
+                .flatten()
+                .filter(|sizes| sizes.len() == op_loops.0.len() && sizes.iter().any(|&s| s != 0))
+                .collect();
+            if levels.is_empty() {
+                return;
+            }
+            op.set_attribute(MARKER, melior::ir::Attribute::unit(ctx));
+            if register_level && !op.touches_i1() {
+                // Register tiles are what tessera-vectorize turns into vectors; untiled ops
+                // (whole tensors) must not become vectors of the whole tensor.
+                op.set_attribute(VECTORIZE, melior::ir::Attribute::unit(ctx));
+            }
+            let mut handle = format!("%op{count}");
+            for (level, sizes) in levels.iter().enumerate() {
+                let loops = sizes.iter().filter(|&&s| s != 0).count();
+                let handles = vec!["!transform.any_op"; loops + 1].join(", ");
+                let text = sizes
+                    .iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let _ = writeln!(
+                    tiles,
+                    "    %t{count}_{level}:{} = transform.structured.tile_using_for {handle} tile_sizes [{text}] : (!transform.any_op) -> ({handles})",
+                    loops + 1
+                );
+                // The outermost cache tile loop over a parallel dimension may run on several
+                // threads (tessera-parallelize decides).
+                let first = sizes.iter().position(|&s| s != 0);
+                if level == 0 && first.is_some_and(|d| !op_loops.0[d].1) {
+                    let _ = writeln!(
+                        tiles,
+                        "    transform.annotate %t{count}_0#1 \"{PARALLEL}\" : !transform.any_op"
+                    );
+                }
+                handle = format!("%t{count}_{level}#0");
+            }
+            count += 1;
+        });
+        if count > 0 {
+            // One match of every marked op, split in the order they were marked (a walk's).
+            let schedule = format!(
+                "{SCHEDULE_HEAD}{}{tiles}{SCHEDULE_TAIL}",
+                match_each(MARKER, count, "op")
+            );
+            apply_schedule(
+                env,
+                &mut module,
+                &schedule,
+                "of tessera-tile",
+                self.name(),
+                Author::Stage,
+            )?;
+        }
+        walk(&module, |op| op.remove_attribute(MARKER));
+        Ok(Program::Mlir(module))
+    }
+}

@@ -1,0 +1,391 @@
+//! The strategy: chooses two levels of tile sizes for each linalg op from its kind and loop
+//! extents: cache tiles (`tessera.tile_sizes`) and, inside them, register tiles
+//! (`tessera.vector_sizes`) that vectorization turns into vector operations (one size per
+//! loop, 0 = untiled). Stages only read the attributes, so a test or a user can pin sizes by
+//! writing them.
+//!
+//! The choice: every size is the largest divisor of its extent not above a target, so tiles
+//! stay static (vectorizable, no remainder loops). Cache tiles: 16 rows by 64 columns of the
+//! parallel loops (columns in multiples of 8 where the extent is one); matmul also blocks K
+//! by 256. Register tiles: one row of 16 lanes for elementwise ops, whole rows for
+//! reductions, for matmul an outer-product accumulator tile with K stepped by 1 sized for the
+//! host's vector registers (4x16 with AVX2's 16 registers of 8 lanes, 8x32 with AVX-512's 32
+//! of 16). Along the vector lanes a power of two is preferred where it fills half a register
+//! or takes no more register operations (`register_width`). Tuning lives here and only here.
+
+use crate::mlir::pipeline::loop_nest::{divisor_at_most, Loops};
+
+/// The vector unit register tiles are sized for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VectorUnit {
+    /// f32 lanes per vector register.
+    pub lanes: i64,
+    /// Vector registers.
+    pub registers: i64,
+}
+
+impl VectorUnit {
+    /// AVX2: 16 registers of 8 f32 lanes.
+    pub const AVX2: VectorUnit = VectorUnit {
+        lanes: 8,
+        registers: 16,
+    };
+
+    /// AVX-512: 32 registers of 16 f32 lanes.
+    pub const AVX512: VectorUnit = VectorUnit {
+        lanes: 16,
+        registers: 32,
+    };
+
+    /// The host's.
+    pub fn host() -> VectorUnit {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx512f") {
+            return VectorUnit::AVX512;
+        }
+        VectorUnit::AVX2
+    }
+
+    /// A matmul's accumulator tile (rows, columns): half the registers hold accumulators,
+    /// two vectors wide (so that each broadcast of A feeds two FMAs), the rest hold the
+    /// broadcasts and B's vectors. AVX2: 4x16 (8 accumulators); AVX-512: 8x32 (16), which
+    /// took W3 (matmul 1024^3) from 38 to 98 GFLOP/s on an AVX-512 core.
+    pub fn matmul_tile(&self) -> (i64, i64) {
+        let columns = 2 * self.lanes;
+        (self.registers / 2 / 2, columns)
+    }
+}
+
+/// The cache-level sizes the strategy writes and `tessera-tile` reads.
+pub const TILE_SIZES: &str = "tessera.tile_sizes";
+
+/// The register-level sizes (within a cache tile) the strategy writes and `tessera-tile` reads.
+pub const VECTOR_SIZES: &str = "tessera.vector_sizes";
+
+/// The lanes a cache tile along the vector lanes keeps whole where its extent allows: 8, a
+/// register of AVX2 and half of one of AVX-512.
+const TILE_LANES: i64 = 8;
+
+/// The largest divisor of `extent` not above `target` that is a multiple of [`TILE_LANES`]
+/// when `extent` is one, else the largest divisor: the register tiles inside then have a
+/// legal vector width (72 columns in tiles of 24, each 3 vectors of 8, not of 36, whose only
+/// register tiles were 12 lanes wide: LLVM widens those to 16 and splits them, and its
+/// instruction selection took twice as long on them).
+pub fn lane_aligned_divisor_at_most(extent: i64, target: i64) -> i64 {
+    if extent <= 0 || extent % TILE_LANES != 0 {
+        return divisor_at_most(extent, target);
+    }
+    TILE_LANES * divisor_at_most(extent / TILE_LANES, (target / TILE_LANES).max(1))
+}
+
+/// The largest power of two that divides `extent` and is not above `target` (1 for an empty
+/// extent).
+pub fn power_of_two_at_most(extent: i64, target: i64) -> i64 {
+    let lowest_bit = if extent > 0 { extent & -extent } else { 1 };
+    let mut width = 1;
+    while width * 2 <= target && width * 2 <= lowest_bit {
+        width *= 2;
+    }
+    width
+}
+
+/// The vector width (lanes of one register tile) along a loop of `extent`, at most `target`,
+/// for registers of `lanes` lanes: the largest power of two that divides when it fills at
+/// least half a register (a vector type the target has: 4 or 8 lanes with AVX2, 8 or 16 with
+/// AVX-512), else of it and the largest divisor the one that takes fewer register operations
+/// to cover the extent, the power of two when they tie. LLVM widens a vector of another width
+/// to the next power of two and splits it into registers; its instruction selection then
+/// spends several times as long on each operation, and the code can be slower than the
+/// narrower native vectors it saves: on the GPT block's rows of 24, tiles of 12 lanes took
+/// three times as long to select as tiles of 8 with AVX2, and with AVX-512 matmul tiles of
+/// 8 rows of 24 lanes (two widened registers each) ran the whole block 3 to 5 times slower
+/// than rows of 8 lanes (one ymm register each), and took twice as long to generate. A width
+/// no half-register power of two matches stays: a matmul with 10 columns keeps vectors of 10
+/// (2 registers) rather than 5 of 2.
+pub fn register_width(extent: i64, target: i64, lanes: i64) -> i64 {
+    let operations = |width: i64| {
+        let registers = (width.max(1) as u64)
+            .next_power_of_two()
+            .div_ceil(lanes.max(1) as u64);
+        (extent.max(1) / width.max(1)) as u64 * registers
+    };
+    let divisor = divisor_at_most(extent, target);
+    let power = power_of_two_at_most(extent, target);
+    if 2 * power >= lanes || operations(power) <= operations(divisor) {
+        power
+    } else {
+        divisor
+    }
+}
+
+/// Fills stay whole: their loops become one `memset` (LLVM recognizes it), where tiled and
+/// vectorized they became nests of small constant loops that LLVM unrolled into thousands of
+/// inline stores in one block (12 s of instruction scheduling for one convolution's output).
+const FILL: &str = "linalg.fill";
+
+const TRANSPOSE: &str = "linalg.transpose";
+
+/// A transpose goes in square blocks of 16 x 16 over its last two loops (the others one at a
+/// time): each block is read as 16 rows, transposed in registers by shuffles and written as
+/// 16 rows, where a row of the output gathered its elements one by one (attention's kᵀ,
+/// 512 x 64: 20 us). Each side of a block is the largest power of two that divides its loop:
+/// blocks of another width are shuffled lane by lane (a 7 x 12 block of the GPT block's heads
+/// became vectors of 56 lanes and 56 element moves).
+fn transpose_blocks(loops: &Loops) -> Vec<i64> {
+    let rank = loops.0.len();
+    loops
+        .0
+        .iter()
+        .enumerate()
+        .map(|(i, &(extent, _))| {
+            if i + 2 >= rank {
+                power_of_two_at_most(extent, 16)
+            } else {
+                1
+            }
+        })
+        .collect()
+}
+
+/// The widest window row that vectorization unrolls whole.
+const MAX_UNROLLED_TAPS: i64 = 16;
+
+/// Register-level sizes within cache tiles of `cache` sizes: each divides its cache tile (or
+/// the extent, for untiled loops).
+pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64], unit: VectorUnit) -> Vec<i64> {
+    let (tile_rows, tile_columns) = unit.matmul_tile();
+    if name == FILL {
+        return vec![0; loops.0.len()];
+    }
+    if name == TRANSPOSE {
+        return transpose_blocks(loops);
+    }
+    let matmul = name == "linalg.matmul" || name == "linalg.batch_matmul";
+    let windowed = name.starts_with("linalg.conv_2d") || name.starts_with("linalg.pooling_nhwc");
+    let reduces = loops.0.iter().any(|(_, r)| *r);
+    let last_parallel = loops.0.iter().rposition(|(_, r)| !r);
+    let last_reduction = loops.0.iter().rposition(|(_, r)| *r);
+    // A reduction whose innermost non-unit loop is parallel (a column sum) keeps vector
+    // accumulators across it and steps its reductions one by one; lanes along a reduced axis
+    // that is not innermost would be strided, one element each.
+    let innermost = loops.0.iter().rposition(|&(extent, _)| extent > 1);
+    let across = reduces && innermost.is_some_and(|i| !loops.0[i].1);
+    loops
+        .0
+        .iter()
+        .zip(cache)
+        .enumerate()
+        .map(|(i, (&(extent, reduction), &tile))| {
+            let span = if tile == 0 { extent } else { tile };
+            let width = |target| divisor_at_most(span, target);
+            let lanes = |target| register_width(span, target, unit.lanes);
+            if windowed {
+                // One output row and one window row per tile, so the op decomposes into its
+                // 1-d form, which vectorizes: [N, OH, OW, C|F, KH, KW(, C)] -> [1, 1, 8, 16, 1, 0, 0].
+                // The vectorizer unrolls the window row: a wide one goes one tap at a time
+                // (a window of 2^30 taps was unrolled until memory ran out), and at most 64
+                // input channels are contracted at once.
+                return match i {
+                    2 => width(8),
+                    3 => lanes(16),
+                    0 | 1 | 4 => 1,
+                    5 if extent > MAX_UNROLLED_TAPS => 1,
+                    6 if extent > 64 => width(64),
+                    _ => 0,
+                };
+            }
+            match (matmul, reduction) {
+                // Matmul: the unit's accumulator tile, K stepped by one (outer products).
+                (true, true) => 1,
+                (true, false) if Some(i) == last_parallel => lanes(tile_columns),
+                (true, false) if Some(i + 1) == last_parallel => width(tile_rows),
+                // Reductions: one row at a time, 64 lanes along the innermost reduction, or
+                // along the innermost loop when it is parallel. Along a row the 64 lanes are
+                // reduced as a tree (4 registers combined, then one horizontal reduction);
+                // 16 lanes gave a horizontal reduction per register (softmax over 512x512:
+                // 172 -> 163 us). Across rows they are independent accumulator registers,
+                // not one chain of adds.
+                (false, _) if across && Some(i) == innermost => lanes(64),
+                (false, _) if across => 1,
+                (false, true) if Some(i) == last_reduction => lanes(64),
+                (false, true) => 1,
+                // Elementwise: 16 lanes along the innermost loop that is not a unit one (a
+                // trailing unit loop, as in NHWC with one channel, would leave one lane).
+                (false, false) if !reduces && Some(i) == innermost => lanes(16),
+                _ => 1,
+            }
+        })
+        .collect()
+}
+
+/// The cache tile sizes the strategy picks for `name` with `loops`. Elementwise ops reuse
+/// nothing across a tile: they go one row at a time, the whole row (16 x 64 blocks read 256
+/// bytes per row at a 4 KiB stride, 48 streams for an add, and ran an add over 4096 x 1024
+/// 2.4x slower than LLVM's loop at -O0; whole rows also compile faster).
+pub fn choose(name: &str, loops: &Loops) -> Vec<i64> {
+    let elementwise = loops.0.iter().all(|(_, reduction)| !reduction)
+        && !name.starts_with("linalg.conv_2d")
+        && !name.starts_with("linalg.pooling_nhwc");
+    if name == FILL {
+        return vec![0; loops.0.len()];
+    }
+    if name == TRANSPOSE {
+        return transpose_blocks(loops);
+    }
+    if elementwise {
+        let last = loops.0.len().saturating_sub(1);
+        return (0..loops.0.len())
+            .map(|i| if i == last { 0 } else { 1 })
+            .collect();
+    }
+    blocks(name, loops)
+}
+
+/// The tiles of a matmul or convolution fused with its elementwise epilogue, over the
+/// epilogue's `loops`: blocks of 16 rows by 64 columns, which the contraction's own cache and
+/// register tiles then divide.
+pub fn epilogue_tiles(loops: &Loops) -> Vec<i64> {
+    blocks("linalg.generic", loops)
+}
+
+/// The elements of B a matmul's K block may span (K block x N tile): 256 x 64 floats, 64 KB,
+/// stay in L2 while the M tile streams past them.
+const B_PANEL: i64 = 256 * 64;
+
+/// Blocks of 16 along the parallel loops and 64 along the innermost one; matmul also blocks K
+/// so that its panel of B (K block x N tile) stays within [`B_PANEL`] (for cache reuse: K by
+/// 256 for wide matrices, whole for narrow ones: the seed MLP's N = 10 panel is 31 KB, and
+/// blocking its K only cut each row's stream of A into pieces); other reductions stay whole.
+fn blocks(name: &str, loops: &Loops) -> Vec<i64> {
+    let parallel_count = loops.0.iter().filter(|(_, r)| !r).count();
+    let mut parallel_seen = 0;
+    let mut innermost_tile = 64;
+    loops
+        .0
+        .iter()
+        .map(|&(extent, reduction)| {
+            if reduction {
+                return if name == "linalg.matmul" || name == "linalg.batch_matmul" {
+                    divisor_at_most(extent, (B_PANEL / innermost_tile.max(1)).max(256))
+                } else {
+                    0
+                };
+            }
+            parallel_seen += 1;
+            let innermost = parallel_seen == parallel_count;
+            let tile = if innermost {
+                lane_aligned_divisor_at_most(extent, 64)
+            } else {
+                divisor_at_most(extent, 16)
+            };
+            if innermost {
+                innermost_tile = tile;
+            }
+            tile
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_tiles_along_the_lanes_keep_whole_registers() {
+        assert_eq!(lane_aligned_divisor_at_most(72, 64), 24);
+        assert_eq!(lane_aligned_divisor_at_most(96, 64), 48);
+        assert_eq!(lane_aligned_divisor_at_most(784, 64), 56);
+        assert_eq!(lane_aligned_divisor_at_most(1024, 64), 64);
+        assert_eq!(lane_aligned_divisor_at_most(8, 64), 8);
+        assert_eq!(lane_aligned_divisor_at_most(10, 64), 10);
+        assert_eq!(lane_aligned_divisor_at_most(0, 64), 1);
+    }
+
+    #[test]
+    fn vector_widths_prefer_powers_of_two_that_cost_no_more() {
+        assert_eq!(power_of_two_at_most(24, 16), 8);
+        assert_eq!(power_of_two_at_most(96, 64), 32);
+        assert_eq!(power_of_two_at_most(7, 16), 1);
+        assert_eq!(power_of_two_at_most(0, 16), 1);
+        // 24 lanes: 3 registers of 8, where 2 tiles of 12 take 2 widened registers each.
+        assert_eq!(register_width(24, 16, 8), 8);
+        assert_eq!(register_width(784, 64, 8), 16);
+        // 10 and 7 lanes: one tile in 2 registers (1 register), not 5 of 2 (7 of 1).
+        assert_eq!(register_width(10, 16, 8), 10);
+        assert_eq!(register_width(7, 64, 8), 7);
+        assert_eq!(register_width(12, 16, 16), 12);
+        assert_eq!(register_width(64, 64, 16), 64);
+        // With AVX-512, rows of 24 go in ymm registers of 8 (not widened tiles of 24 or 12),
+        // and with AVX2 rows of 12 in xmm registers of 4.
+        assert_eq!(register_width(24, 32, 16), 8);
+        assert_eq!(register_width(24, 64, 16), 8);
+        assert_eq!(register_width(72, 16, 16), 8);
+        assert_eq!(register_width(12, 16, 8), 4);
+    }
+
+    #[test]
+    fn matmul_tiles_fit_the_vector_registers() {
+        assert_eq!(VectorUnit::AVX2.matmul_tile(), (4, 16));
+        assert_eq!(VectorUnit::AVX512.matmul_tile(), (8, 32));
+        let loops = Loops(vec![(1024, false), (1024, false), (1024, true)]);
+        let cache = choose("linalg.matmul", &loops);
+        assert_eq!(
+            choose_vector("linalg.matmul", &loops, &cache, VectorUnit::AVX512),
+            [8, 32, 1]
+        );
+    }
+
+    #[test]
+    fn matmul_blocks_its_reduction() {
+        let loops = Loops(vec![(64, false), (10, false), (784, true)]);
+        assert_eq!(choose("linalg.matmul", &loops), [16, 10, 784]);
+        assert_eq!(
+            choose_vector("linalg.matmul", &loops, &[16, 10, 784], VectorUnit::AVX2),
+            [4, 10, 1]
+        );
+        let wide = Loops(vec![(1024, false), (1024, false), (1024, true)]);
+        assert_eq!(choose("linalg.matmul", &wide), [16, 64, 256]);
+        let reduction = Loops(vec![(64, false), (10, true)]);
+        assert_eq!(choose("linalg.generic", &reduction), [64, 0]);
+        assert_eq!(
+            choose_vector("linalg.generic", &reduction, &[64, 0], VectorUnit::AVX2),
+            [1, 10]
+        );
+        let one_channel = Loops(vec![(32, false), (30, false), (30, false), (1, false)]);
+        assert_eq!(
+            choose_vector(
+                "linalg.generic",
+                &one_channel,
+                &[16, 15, 15, 1],
+                VectorUnit::AVX2
+            ),
+            [1, 1, 15, 1]
+        );
+        assert_eq!(choose("linalg.fill", &one_channel), [0, 0, 0, 0]);
+        assert_eq!(
+            choose_vector("linalg.fill", &one_channel, &[0; 4], VectorUnit::AVX2),
+            [0, 0, 0, 0]
+        );
+        let columns = Loops(vec![(64, true), (32, false), (1, false)]);
+        assert_eq!(
+            choose_vector("linalg.generic", &columns, &[0, 32, 1], VectorUnit::AVX2),
+            [1, 32, 1]
+        );
+        let elementwise = Loops(vec![(64, false), (256, false)]);
+        assert_eq!(choose("linalg.generic", &elementwise), [1, 0], "whole rows");
+        assert_eq!(
+            epilogue_tiles(&elementwise),
+            [16, 64],
+            "blocks around a matmul"
+        );
+        assert_eq!(
+            choose_vector(
+                "linalg.generic",
+                &elementwise,
+                &choose("linalg.generic", &elementwise),
+                VectorUnit::AVX2
+            ),
+            [1, 16]
+        );
+    }
+}
