@@ -37,8 +37,14 @@ fn main() {
 /// those folders (headers too) rebuilds them.
 fn cxx_sources() -> Vec<PathBuf> {
     let mut sources = Vec::new();
+    // A new room (or a room's new `cxx/`) changes the folder above it.
+    println!("cargo:rerun-if-changed=src/mlir");
     let rooms = std::fs::read_dir("src/mlir").expect("src/mlir is readable");
     for cxx in rooms.flatten().map(|room| room.path().join("cxx")) {
+        println!(
+            "cargo:rerun-if-changed={}",
+            cxx.parent().unwrap_or(&cxx).display()
+        );
         let Ok(files) = std::fs::read_dir(&cxx) else {
             continue;
         };

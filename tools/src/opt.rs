@@ -17,12 +17,13 @@ use tessera::ir::Module;
 use tessera::mlir::cpu::compile::jit_options;
 use tessera::mlir::cpu::llvm::llvm_ir;
 use tessera::mlir::cpu::runtime::jit::{write_object_file, LlvmOptions, Signature};
+use tessera::mlir::gpu::ptx::kernel_ptx;
 use tessera::mlir::pipeline::fusion_report::{report_json, report_of_pipeline, report_text};
 use tessera::mlir::pipeline::runner::{
     run_pipeline, timing_report, Instrumentation, Selection, StepTime,
 };
 use tessera::mlir::pipeline::stages::{stages, OptionKind, Program, StageEnv};
-use tessera::mlir::pipeline::{Pipeline, UPSTREAM_PASSES};
+use tessera::mlir::pipeline::{Pipeline, Target, UPSTREAM_PASSES};
 use tessera::mlir::MlirContext;
 use tessera::reference::render_reference;
 use tessera::source::SourceFile;
@@ -108,6 +109,12 @@ pub struct OptArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
     /// With -O: generate code for this CPU (an LLVM name such as haswell) instead of the host.
+    /// What the preset compiles for: cpu (the host, through LLVM) or cuda (NVIDIA GPUs: PTX).
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub target: TargetArg,
+    /// The NVIDIA chip to compile kernels for with --target=cuda (default sm_90).
+    #[arg(long, value_name = "CHIP")]
+    pub gpu_chip: Option<String>,
     #[arg(long, value_name = "CPU")]
     pub target_cpu: Option<String>,
     /// With -O: CPU features, LLVM style (+avx2,+fma), instead of the host's.
@@ -165,6 +172,25 @@ pub struct OptArgs {
     pub print_op_reference: bool,
 }
 
+/// The targets of `--target`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TargetArg {
+    /// The host's CPU, through LLVM.
+    Cpu,
+    /// NVIDIA GPUs, through NVVM and PTX.
+    Cuda,
+}
+
+impl TargetArg {
+    /// The pipeline's target.
+    pub fn target(self) -> Target {
+        match self {
+            TargetArg::Cpu => Target::Cpu,
+            TargetArg::Cuda => Target::Cuda,
+        }
+    }
+}
+
 /// How the input is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum InputFormat {
@@ -206,6 +232,9 @@ pub enum Emit {
     /// An object file with the C interface (`_mlir_ciface_<name>`) of every function;
     /// needs `-o FILE`.
     Obj,
+    /// The PTX of every kernel, one text `ptxas` assembles (the pipeline must assemble
+    /// kernels: --target=cuda; -O3 when none is given).
+    Ptx,
 }
 
 /// Why `tessera-opt` could not read its input or write its output.
@@ -403,34 +432,65 @@ fn chosen_pipeline(args: &OptArgs) -> Result<Option<Pipeline>, PipelineChoiceErr
             OptionKind::Features,
             args.target_features.clone(),
         ),
+        ("--gpu-chip", OptionKind::GpuChip, args.gpu_chip.clone()),
     ];
     for (flag, kind, value) in flag_values {
         if let Some(value) = value {
             kind.check(flag, &value)?;
         }
     }
+    let target = args.target.target();
+    let for_other_target = match target {
+        Target::Cpu => args.gpu_chip.as_ref().map(|_| "--gpu-chip"),
+        Target::Cuda => [
+            (args.threads.is_some(), "--threads"),
+            (args.target_cpu.is_some(), "--target-cpu"),
+            (args.target_features.is_some(), "--target-features"),
+            (args.schedule.is_some(), "--schedule"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag)),
+    };
+    if let Some(flag) = for_other_target {
+        return Err(format!("{flag} does not apply to --target={target}").into());
+    }
+    let wrong_output = match (target, args.emit) {
+        (Target::Cpu, Some(Emit::Ptx)) => Some("--emit=ptx needs --target=cuda"),
+        (Target::Cuda, Some(Emit::LlvmIr | Emit::Obj)) => {
+            Some("--emit=llvm-ir and --emit=obj need --target=cpu (the GPU's is --emit=ptx)")
+        }
+        _ => None,
+    };
+    if let Some(message) = wrong_output {
+        return Err(message.to_string().into());
+    }
     let schedule = args.schedule.as_ref().map(|p| p.display().to_string());
     let level = match (args.opt_level, args.emit) {
         (Some(level), _) => level,
-        // LLVM IR and objects need a full pipeline: the default is -O3.
-        (None, Some(Emit::LlvmIr | Emit::Obj)) => 3,
+        // LLVM IR, objects and PTX need a full pipeline: the default is -O3.
+        (None, Some(Emit::LlvmIr | Emit::Obj | Emit::Ptx)) => 3,
         (None, _)
             if args.no_fusion
                 || schedule.is_some()
                 || args.threads.is_some()
                 || args.target_cpu.is_some()
-                || args.target_features.is_some() =>
+                || args.target_features.is_some()
+                || args.gpu_chip.is_some()
+                || target != Target::Cpu =>
         {
             return Err(
-                "--no-fusion, --schedule, --threads and --target-* apply to a preset: add -O LEVEL"
+                "--no-fusion, --schedule, --threads, --target, --target-* and --gpu-chip apply to a preset: add -O LEVEL"
                     .to_string()
                     .into(),
             )
         }
         (None, _) => return Ok(None),
     };
-    let mut pipeline = Pipeline::preset_with_schedule(level, !args.no_fusion, schedule.as_deref())
+    let mut pipeline = Pipeline::preset_for(target, level, !args.no_fusion, schedule.as_deref())
         .with_threads(args.threads.unwrap_or(1) as usize);
+    if let Some(chip) = &args.gpu_chip {
+        pipeline.set_option("tessera-lower-to-nvvm", "chip", chip);
+    }
     if let Some(cpu) = &args.target_cpu {
         pipeline.set_option("tessera-lower-to-llvm", "cpu", cpu);
     }
@@ -477,7 +537,15 @@ fn process(
         Program::Mlir(_) => None,
     };
     if let Some(format) = args.fusion_report {
-        return fusion_report_of(context, file, program, pipeline, format, stderr);
+        return fusion_report_of(
+            args.target.target(),
+            context,
+            file,
+            program,
+            pipeline,
+            format,
+            stderr,
+        );
     }
     let conversion;
     let pipeline = match (pipeline, &program, args.emit) {
@@ -528,6 +596,7 @@ fn process(
 /// `--fusion-report`: the pipeline up to its last fusion stage (or the conversion), then the
 /// report of what it fused.
 fn fusion_report_of(
+    target: Target,
     context: &MlirContext,
     file: &SourceFile,
     program: Program<'_>,
@@ -535,7 +604,7 @@ fn fusion_report_of(
     format: ReportFormat,
     stderr: &mut dyn Write,
 ) -> Result<String, Vec<Diagnostic>> {
-    let preset = Pipeline::preset(3, true);
+    let preset = Pipeline::preset_for(target, 3, true, None);
     let env = StageEnv { context, file };
     let reports = report_of_pipeline(program, pipeline.unwrap_or(&preset), &env, stderr)?;
     Ok(match format {
@@ -583,6 +652,12 @@ fn emit(
                 .map_err(|e| failure(format!("cannot print MLIR: {e}")))?;
             Ok(format!("{text}\n"))
         }
+        (Emit::Ptx, Program::Mlir(module)) => kernel_ptx(&module).ok_or_else(|| {
+            failure(
+                "the pipeline does not assemble GPU kernels (it must end in tessera-lower-to-nvvm)"
+                    .into(),
+            )
+        }),
         (Emit::LlvmIr, Program::Mlir(module)) => llvm_ir(&module)
             .ok_or_else(|| failure("the pipeline does not end in the LLVM dialect".into())),
         (Emit::Obj, Program::Mlir(module)) => {

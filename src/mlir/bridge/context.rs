@@ -28,6 +28,12 @@ extern "C" {
     fn tesseraRegisterKernelOperandsPass();
     /// Registers `tessera-hoist-loop-invariant-subsets` (src/mlir/cpu/cxx/subset_hoisting.cpp).
     fn tesseraRegisterSubsetHoistingPass();
+    /// Registers `tessera-form-gpu-kernels` (src/mlir/gpu/cxx/kernel_regions.cpp).
+    fn tesseraRegisterFormGpuKernelsPass();
+    /// Registers `tessera-promote-block-buffers` (src/mlir/gpu/cxx/block_buffers.cpp).
+    fn tesseraRegisterPromoteBlockBuffersPass();
+    /// Registers `tessera-merge-gpu-modules` (src/mlir/gpu/cxx/kernel_module.cpp).
+    fn tesseraRegisterMergeGpuModulesPass();
 }
 
 /// A diagnostic MLIR emitted, with its location as MLIR prints it.
@@ -70,6 +76,9 @@ impl MlirContext {
                 tesseraRegisterSharedTensorsPass();
                 tesseraRegisterKernelOperandsPass();
                 tesseraRegisterSubsetHoistingPass();
+                tesseraRegisterFormGpuKernelsPass();
+                tesseraRegisterPromoteBlockBuffersPass();
+                tesseraRegisterMergeGpuModulesPass();
             }
         });
         let context = Context::new();

@@ -5,6 +5,7 @@
 
 use crate::diag::Diagnostic;
 use crate::mlir::pipeline::stages::{stage, stages, Stage, StageOptions};
+use crate::mlir::pipeline::target::Target;
 use crate::source::{SourceFile, Span};
 use crate::suggest::did_you_mean;
 use std::fmt;
@@ -67,42 +68,37 @@ impl fmt::Display for Pipeline {
 }
 
 impl Pipeline {
-    /// The preset `-O<level>`: `-O0` converts, bufferizes and lowers op by op (every
+    /// The CPU's preset `-O<level>`: `-O0` converts, bufferizes and lowers op by op (every
     /// intermediate materialized); `-O1` adds fusion; `-O2` tiling; `-O3` vectorization.
     /// `fusion = false` removes the fusion stage and keeps the rest (`--no-fusion`).
     pub fn preset(level: u8, fusion: bool) -> Pipeline {
-        Pipeline::preset_with_schedule(level, fusion, None)
+        Pipeline::preset_for(Target::Cpu, level, fusion, None)
     }
 
-    /// A preset whose tiling and vectorization are replaced by the user's transform-dialect
-    /// `schedule` (a file) when one is given.
-    pub fn preset_with_schedule(level: u8, fusion: bool, schedule: Option<&str>) -> Pipeline {
+    /// The preset `-O<level>` for `target`: the conversion, fusion from `-O1` (unless
+    /// `fusion` is false), the target's stages before bufferization (the CPU's tiling from
+    /// `-O2`, vectorization at `-O3`), bufferization, the target's lowering. A `schedule`
+    /// (a file of a transform-dialect schedule) replaces the tiling and vectorization.
+    pub fn preset_for(target: Target, level: u8, fusion: bool, schedule: Option<&str>) -> Pipeline {
         let mut names = vec!["tessera-convert-to-linalg"];
         if level >= 1 && fusion {
             names.push("tessera-fuse");
         }
-        if level >= 2 {
-            names.push("tessera-tile");
-        }
-        if level >= 3 {
-            names.push("tessera-vectorize");
+        if schedule.is_none() {
+            names.extend(target.before_bufferization(level));
         }
         let mut elements: Vec<Element> = names
             .into_iter()
             .filter_map(stage)
             .map(|s| Element::Stage(s, StageOptions::default()))
             .collect();
-        if let Some(path) = schedule {
-            elements.retain(|e| !matches!(e.name().as_str(), "tessera-tile" | "tessera-vectorize"));
-            if let Some(apply) = stage("tessera-apply-schedule") {
-                let options = StageOptions([("file".to_string(), path.to_string())].into());
-                elements.push(Element::Stage(apply, options));
-            }
+        if let (Some(path), Some(apply)) = (schedule, stage("tessera-apply-schedule")) {
+            let options = StageOptions([("file".to_string(), path.to_string())].into());
+            elements.push(Element::Stage(apply, options));
         }
-        for last in ["tessera-bufferize", "tessera-lower-to-llvm"]
-            .into_iter()
-            .filter_map(stage)
-        {
+        let last = std::iter::once("tessera-bufferize")
+            .chain(target.after_bufferization().iter().copied());
+        for last in last.filter_map(stage) {
             elements.push(Element::Stage(last, StageOptions::default()));
         }
         Pipeline { elements }

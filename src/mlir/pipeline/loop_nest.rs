@@ -33,7 +33,24 @@ const STRUCTURED: &[&str] = &[
 /// nothing, or only writes its initial value: it is neither tiled, fused nor vectorized
 /// (MLIR's tiling divides by the extent).
 pub fn loops(op: &WalkedOp<'_>) -> Option<Loops> {
-    if !STRUCTURED.contains(&op.name().as_str()) || op.result_count() == 0 {
+    if op.result_count() == 0 {
+        return None;
+    }
+    static_loops(op)
+}
+
+/// The loops of `op`, as [`loops`] says, when it is a structured op on buffers (bufferized:
+/// it writes its outputs in place and has no results).
+pub fn buffer_loops(op: &WalkedOp<'_>) -> Option<Loops> {
+    if op.result_count() != 0 {
+        return None;
+    }
+    static_loops(op)
+}
+
+/// The loops of structured `op`, when every range is static and non-empty.
+fn static_loops(op: &WalkedOp<'_>) -> Option<Loops> {
+    if !STRUCTURED.contains(&op.name().as_str()) {
         return None;
     }
     op.linalg_loops()?

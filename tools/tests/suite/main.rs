@@ -11,6 +11,7 @@ mod compiler_fuzz;
 mod fusion_reports;
 mod fuzz;
 mod generated;
+mod gpu_ptx;
 mod interpreter;
 mod jit_level;
 mod layering;

@@ -95,6 +95,8 @@ pub enum OptionKind {
     Cpu,
     /// x86 CPU features, LLVM style: `+name` or `-name`, separated by commas.
     Features,
+    /// An NVIDIA chip LLVM generates PTX for (`sm_90`).
+    GpuChip,
 }
 
 /// The names of a `name<TAB>description` table with `#` comment lines.
@@ -108,20 +110,19 @@ pub fn table_names(table: &'static str) -> impl Iterator<Item = &'static str> {
 impl OptionKind {
     /// Checks `value`, written for option `key`.
     pub fn check(&self, key: &str, value: &str) -> Result<(), String> {
-        let known = |table: &'static str, name: &str, what: &str| {
+        // A short table is listed whole; a long one only when no name is close.
+        let known = |table: &'static str, name: &str, what: &str, plural: &str| {
             if table_names(table).any(|n| n == name) {
                 return Ok(());
             }
-            // The close matches, or every name when none is close.
+            let all: Vec<&str> = table_names(table).collect();
             let hint = match crate::suggest::did_you_mean(name, table_names(table)) {
-                hint if hint.is_empty() => {
-                    let all: Vec<&str> = table_names(table).collect();
-                    format!(" ({what}s: {})", all.join(", "))
-                }
+                hint if all.len() <= 20 => format!("{hint} ({plural}: {})", all.join(", ")),
+                hint if hint.is_empty() => format!(" ({plural}: {})", all.join(", ")),
                 hint => hint,
             };
             Err(format!(
-                "option '{key}': '{name}' is not an x86-64 {what} LLVM knows{hint}"
+                "option '{key}': '{name}' is not {what} LLVM knows{hint}"
             ))
         };
         match self {
@@ -152,7 +153,13 @@ impl OptionKind {
             OptionKind::File => std::fs::File::open(value)
                 .map(|_| ())
                 .map_err(|e| format!("option '{key}': cannot read '{value}': {e}")),
-            OptionKind::Cpu => known(crate::mlir::cpu::X86_CPUS, value, "CPU"),
+            OptionKind::Cpu => known(crate::mlir::cpu::X86_CPUS, value, "an x86-64 CPU", "CPUs"),
+            OptionKind::GpuChip => known(
+                crate::mlir::gpu::GPU_CHIPS,
+                value,
+                "an NVIDIA chip",
+                "chips",
+            ),
             OptionKind::Features => {
                 for feature in value.split(',').map(str::trim) {
                     let Some(name) = feature.strip_prefix(['+', '-']) else {
@@ -160,7 +167,12 @@ impl OptionKind {
                             "option '{key}': feature '{feature}' must start with '+' or '-'"
                         ));
                     };
-                    known(crate::mlir::cpu::X86_FEATURES, name, "feature")?;
+                    known(
+                        crate::mlir::cpu::X86_FEATURES,
+                        name,
+                        "an x86-64 feature",
+                        "features",
+                    )?;
                 }
                 Ok(())
             }
@@ -230,6 +242,7 @@ pub trait Stage: Sync {
 /// Every stage, the shared ones and the targets', in pipeline order.
 pub fn stages() -> &'static [&'static dyn Stage] {
     use crate::mlir::cpu::stages::{LowerToLlvm, Parallelize, Tile, Vectorize};
+    use crate::mlir::gpu::stages::{LowerToNvvm, MapToGpu};
     &[
         &DecomposeStage,
         &ConvertToLinalg,
@@ -240,6 +253,8 @@ pub fn stages() -> &'static [&'static dyn Stage] {
         &Bufferize,
         &Parallelize,
         &LowerToLlvm,
+        &MapToGpu,
+        &LowerToNvvm,
     ]
 }
 

@@ -1,0 +1,350 @@
+//! `tessera-map-to-gpu`: the work of bufferized functions becomes GPU kernels. Calls are
+//! inlined; every piece of work is given a block forall (`tessera-form-gpu-kernels`,
+//! src/mlir/gpu/cxx/kernel_regions.cpp: a fusion group is one kernel, an op that stands alone
+//! another); a transform-dialect schedule tiles each standalone op by its block tile, every
+//! op of a kernel by its thread tiles (the strategy's, or the `tessera.gpu_block_tiles` and
+//! `tessera.gpu_thread_tiles` written on it), and maps each kernel to a `gpu.launch`, its
+//! threads to `gpu.thread_id`s with a barrier after each op; buffers a kernel allocates become
+//! the block's shared memory (`tessera-promote-block-buffers`); kernels are outlined into one
+//! `gpu.module` (`tessera-merge-gpu-modules`). The host side of a function is then only
+//! allocations, views and `gpu.launch_func`s. Precondition: bufferized MLIR.
+
+use crate::diag::Diagnostic;
+use crate::mlir::bridge::walk::{walk, WalkedOp};
+use crate::mlir::gpu::strategy::{block_tiles, thread_tiles, threads, BLOCK_TILES, THREAD_TILES};
+use crate::mlir::pipeline::loop_nest::{buffer_loops, Loops};
+use crate::mlir::pipeline::schedule::{
+    apply_schedule, match_each, Author, SCHEDULE_HEAD, SCHEDULE_TAIL,
+};
+use crate::mlir::pipeline::stages::{
+    expect_mlir, run_upstream, stage_error, Program, Stage, StageEnv, StageOptions, CANONICALIZE,
+};
+use melior::ir::attribute::DenseI64ArrayAttribute;
+use melior::ir::Attribute;
+use std::collections::HashMap;
+use std::fmt::Write;
+
+/// Mapping to the GPU as a stage.
+pub struct MapToGpu;
+
+/// The unit attribute `tessera-form-gpu-kernels` puts on each kernel's block forall.
+const KERNEL: &str = "tessera.gpu_kernel";
+
+/// Marks the ops that stand alone, for the schedule to tile over blocks.
+const BLOCK_OP: &str = "tessera.gpu_block_op";
+
+/// Marks the ops inside kernels, for the schedule to tile over threads.
+const THREAD_OP: &str = "tessera.gpu_thread_op";
+
+/// The most threads a block may have.
+const MAX_BLOCK_THREADS: i64 = 1024;
+
+/// What runs before the schedule: calls inlined (the host side of a GPU function launches
+/// kernels; it calls nothing), every piece of work a kernel.
+const FORM: &str = "inline,tessera-form-gpu-kernels";
+
+/// What runs after it: block buffers into shared memory, kernels outlined into one module.
+const OUTLINE: &str =
+    "tessera-promote-block-buffers,gpu-kernel-outlining,tessera-merge-gpu-modules,cse";
+
+/// An op whose tile goes to threads: its handle's index among the marked ones, its loops
+/// (inside the block) and its thread tiles.
+struct ThreadOp {
+    handle: usize,
+    loops: Loops,
+    tiles: Vec<i64>,
+}
+
+/// One kernel of the schedule: its block tiles when it is an op that stands alone, and the
+/// ops whose tiles go to its threads.
+#[derive(Default)]
+struct Kernel {
+    blocks: Option<Vec<i64>>,
+    threads: Vec<ThreadOp>,
+}
+
+impl Kernel {
+    /// The block's threads along x, y and z: for each, the most any op distributes.
+    fn block_dims(&self) -> [i64; 3] {
+        let mut dims = [1i64; 3];
+        for op in &self.threads {
+            for (dim, count) in dims.iter_mut().zip(threads(&op.loops, &op.tiles)) {
+                *dim = (*dim).max(count);
+            }
+        }
+        dims
+    }
+
+    /// Re-tiles every op of the kernel along one loop only, when together they would need
+    /// more threads than a block may have (one op spread along x and y, another along x and
+    /// z, each within bounds).
+    fn fit(&mut self) {
+        if self.block_dims().iter().product::<i64>() <= MAX_BLOCK_THREADS {
+            return;
+        }
+        for op in &mut self.threads {
+            op.tiles = thread_tiles(&op.loops, 1);
+        }
+    }
+}
+
+/// The sizes written on `op` as attribute `name` (pinned by a test or a user), when they fit
+/// `loops`: one per loop, none negative, one to three tiled loops (the grid's and a block's
+/// dimensions), none of them a reduction.
+fn pinned(op: &WalkedOp<'_>, name: &str, loops: &Loops) -> Option<Vec<i64>> {
+    let attribute = op.attribute(name)?;
+    let array = DenseI64ArrayAttribute::try_from(attribute).ok()?;
+    let sizes: Vec<i64> = (0..array.len())
+        .map(|i| array.element(i).ok())
+        .collect::<Option<_>>()?;
+    let tiled = sizes.iter().filter(|&&s| s > 0).count();
+    let fits = sizes.len() == loops.0.len()
+        && sizes.iter().all(|&s| s >= 0)
+        && (1..=3).contains(&tiled)
+        && sizes
+            .iter()
+            .zip(&loops.0)
+            .all(|(&s, &(_, reduction))| s == 0 || !reduction);
+    fits.then_some(sizes)
+}
+
+/// The tiles of `loops` within `tiles` as the loops of one tile (a tile of 0 keeps its loop).
+fn tiled(loops: &Loops, tiles: &[i64]) -> Loops {
+    Loops(
+        loops
+            .0
+            .iter()
+            .zip(tiles)
+            .map(|(&(extent, reduction), &tile)| (if tile > 0 { tile } else { extent }, reduction))
+            .collect(),
+    )
+}
+
+/// The mapping of the tiled loops of `tiles` (`#gpu.block` or `#gpu.thread`), innermost on x.
+fn mapping(tiles: &[i64], kind: &str) -> String {
+    let count = tiles.iter().filter(|&&t| t > 0).count();
+    let dims: Vec<String> = (0..count)
+        .rev()
+        .map(|i| format!("#gpu.{kind}<{}>", ["x", "y", "z"][i]))
+        .collect();
+    dims.join(", ")
+}
+
+/// A list of sizes as the schedule writes them.
+fn list(sizes: &[i64]) -> String {
+    let items: Vec<String> = sizes.iter().map(ToString::to_string).collect();
+    items.join(", ")
+}
+
+/// Whether `op` is in a forall that is not a kernel's (a forall of one thread that
+/// `tessera-form-gpu-kernels` made), below its kernel.
+fn in_single_thread(op: &WalkedOp<'_>) -> bool {
+    let mut parent = op.parent();
+    while let Some(p) = parent {
+        if p.name() == "scf.forall" {
+            return p.attribute(KERNEL).is_none();
+        }
+        parent = p.parent();
+    }
+    false
+}
+
+/// The kernel forall `op` is in, if any.
+fn kernel_of<'c>(op: &WalkedOp<'c>) -> Option<WalkedOp<'c>> {
+    let mut parent = op.parent();
+    while let Some(p) = parent {
+        if p.name() == "scf.forall" && p.attribute(KERNEL).is_some() {
+            return Some(p);
+        }
+        parent = p.parent();
+    }
+    None
+}
+
+impl Stage for MapToGpu {
+    fn name(&self) -> &'static str {
+        "tessera-map-to-gpu"
+    }
+
+    fn summary(&self) -> &'static str {
+        "Map work to GPU blocks and threads: a kernel per fusion group or standalone op, outlined into one gpu.module. Input: bufferized MLIR."
+    }
+
+    fn run<'c>(
+        &self,
+        program: Program<'c>,
+        env: &StageEnv<'c, '_>,
+        _: &StageOptions,
+    ) -> Result<Program<'c>, Vec<Diagnostic>> {
+        let mut module = expect_mlir(program, self.name())?;
+        let mut problem = None;
+        walk(&module, |op| {
+            if problem.is_some() {
+                return;
+            }
+            if op.touches_tensors() {
+                problem = Some(format!("needs bufferized MLIR: run tessera-bufferize first ('{}' at {} works on tensors)", op.name(), op.location()));
+            } else if op.name().starts_with("gpu.") {
+                problem = Some(format!(
+                    "the module is mapped to the GPU already ('{}' at {})",
+                    op.name(),
+                    op.location()
+                ));
+            }
+        });
+        if let Some(problem) = problem {
+            return Err(stage_error(self.name(), problem));
+        }
+        run_upstream(env, &mut module, FORM, self.name())?;
+        let schedule = plan(&module, env)?;
+        if let Some(schedule) = schedule {
+            apply_schedule(
+                env,
+                &mut module,
+                &schedule,
+                "'the GPU mapping schedule'",
+                self.name(),
+                Author::Stage,
+            )?;
+        }
+        walk(&module, |op| {
+            for marker in [KERNEL, BLOCK_OP, THREAD_OP, BLOCK_TILES, THREAD_TILES] {
+                op.remove_attribute(marker);
+            }
+        });
+        run_upstream(
+            env,
+            &mut module,
+            &format!("{OUTLINE},{CANONICALIZE}"),
+            self.name(),
+        )?;
+        Ok(Program::Mlir(module))
+    }
+}
+
+/// Marks the ops of `module` for the schedule and writes it: the block tiles of standalone
+/// ops, the thread tiles of every op in a kernel, each kernel's launch. `None` when there is
+/// no kernel.
+fn plan(
+    module: &melior::ir::Module<'_>,
+    env: &StageEnv<'_, '_>,
+) -> Result<Option<String>, Vec<Diagnostic>> {
+    let ctx = env.context.context();
+    let unit = Attribute::unit(ctx);
+    // Kernels in the order the schedule's handles come: the forall kernels first (walk
+    // order), then the standalone ops (walk order).
+    let mut forall_kernels: Vec<Kernel> = Vec::new();
+    let mut forall_index: HashMap<usize, usize> = HashMap::new();
+    let mut block_kernels: Vec<Kernel> = Vec::new();
+    let mut thread_ops = 0usize;
+    walk(module, |op| {
+        if op.name() == "scf.forall" && op.attribute(KERNEL).is_some() {
+            forall_index.insert(op.raw().ptr as usize, forall_kernels.len());
+            forall_kernels.push(Kernel::default());
+            return;
+        }
+        let Some(loops) = buffer_loops(op) else {
+            return;
+        };
+        if !loops.0.iter().any(|&(_, reduction)| !reduction) || in_single_thread(op) {
+            return;
+        }
+        let top_level = op.parent().is_some_and(|p| p.name() == "func.func");
+        if top_level {
+            let blocks = pinned(op, BLOCK_TILES, &loops).unwrap_or_else(|| block_tiles(&loops));
+            let tile = tiled(&loops, &blocks);
+            let tiles = pinned(op, THREAD_TILES, &tile).unwrap_or_else(|| thread_tiles(&tile, 3));
+            op.set_attribute(BLOCK_OP, unit);
+            block_kernels.push(Kernel {
+                threads: vec![ThreadOp {
+                    handle: block_kernels.len(),
+                    loops: tile,
+                    tiles,
+                }],
+                blocks: Some(blocks),
+            });
+        } else if let Some(kernel) = kernel_of(op) {
+            let Some(&k) = forall_index.get(&(kernel.raw().ptr as usize)) else {
+                return;
+            };
+            let tiles = pinned(op, THREAD_TILES, &loops).unwrap_or_else(|| thread_tiles(&loops, 3));
+            op.set_attribute(THREAD_OP, unit);
+            forall_kernels[k].threads.push(ThreadOp {
+                handle: thread_ops,
+                loops,
+                tiles,
+            });
+            thread_ops += 1;
+        }
+    });
+    if forall_kernels.is_empty() && block_kernels.is_empty() {
+        return Ok(None);
+    }
+    let any = "!transform.any_op";
+    let mut schedule = String::from(SCHEDULE_HEAD);
+    if !forall_kernels.is_empty() {
+        schedule.push_str(&match_each(KERNEL, forall_kernels.len(), "k"));
+    }
+    if thread_ops > 0 {
+        schedule.push_str(&match_each(THREAD_OP, thread_ops, "t"));
+    }
+    if !block_kernels.is_empty() {
+        schedule.push_str(&match_each(BLOCK_OP, block_kernels.len(), "b"));
+    }
+    for (k, kernel) in forall_kernels.iter_mut().enumerate() {
+        kernel.fit();
+        for op in &kernel.threads {
+            let t = op.handle;
+            let _ = writeln!(
+                schedule,
+                "    %tt{t}, %tf{t} = transform.structured.tile_using_forall %t{t} tile_sizes [{}] (mapping = [{}]) : ({any}) -> ({any}, {any})",
+                list(&op.tiles),
+                mapping(&op.tiles, "thread")
+            );
+        }
+        launch(
+            &mut schedule,
+            &format!("%k{k}"),
+            &format!("k{k}"),
+            kernel.block_dims(),
+        );
+    }
+    for (b, kernel) in block_kernels.iter_mut().enumerate() {
+        kernel.fit();
+        let (Some(blocks), Some(op)) = (&kernel.blocks, kernel.threads.first()) else {
+            continue;
+        };
+        let tiles = &op.tiles;
+        let _ = writeln!(
+            schedule,
+            "    %bt{b}, %bf{b} = transform.structured.tile_using_forall %b{b} tile_sizes [{}] (mapping = [{}]) : ({any}) -> ({any}, {any})",
+            list(blocks),
+            mapping(blocks, "block")
+        );
+        let _ = writeln!(
+            schedule,
+            "    %btt{b}, %btf{b} = transform.structured.tile_using_forall %bt{b} tile_sizes [{}] (mapping = [{}]) : ({any}) -> ({any}, {any})",
+            list(tiles),
+            mapping(tiles, "thread")
+        );
+        launch(
+            &mut schedule,
+            &format!("%bf{b}"),
+            &format!("b{b}"),
+            kernel.block_dims(),
+        );
+    }
+    schedule.push_str(SCHEDULE_TAIL);
+    Ok(Some(schedule))
+}
+
+/// Schedule lines that make the block forall `forall` a `gpu.launch` and map its thread
+/// foralls to a block of `dims` threads.
+fn launch(schedule: &mut String, forall: &str, name: &str, dims: [i64; 3]) {
+    let any = "!transform.any_op";
+    let _ = writeln!(
+        schedule,
+        "    %launch_{name} = transform.gpu.map_forall_to_blocks {forall} generate_gpu_launch : ({any}) -> {any}\n    transform.gpu.map_nested_forall_to_threads %launch_{name} block_dims = [{}] : ({any}) -> {any}",
+        list(&dims)
+    );
+}
