@@ -1,6 +1,7 @@
-//! Execution without MLIR: host tensors, the reference interpreter and its per-op contract,
+//! Execution without MLIR: host tensors (and their bytes as compiled code lays them out), the reference interpreter and its per-op contract,
 //! `.npy` files, deterministic random inputs and helpers for tests of op semantics.
 
+pub mod bytes;
 pub mod compare;
 pub mod evaluate;
 pub mod index;
@@ -9,5 +10,6 @@ pub mod math;
 pub mod npy;
 pub mod random;
 pub mod sensitivity;
+pub mod signature;
 pub mod tensor;
 pub mod testing;

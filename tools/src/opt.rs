@@ -11,31 +11,35 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tessera::crash::Activity;
 use tessera::diag::{render_all, Diagnostic};
+use tessera::exec::signature::Signature;
 use tessera::expected_diagnostics::check_expected;
 use tessera::frontend::{decode, load, split_chunks, SPLIT_MARKER};
 use tessera::ir::Module;
 use tessera::mlir::cpu::compile::jit_options;
 use tessera::mlir::cpu::llvm::llvm_ir;
-use tessera::mlir::cpu::runtime::jit::{write_object_file, LlvmOptions, Signature};
+use tessera::mlir::cpu::runtime::jit::{write_object_file, LlvmOptions};
 use tessera::mlir::gpu::ptx::kernel_ptx;
+use tessera::mlir::gpu::GPU_CHIPS;
 use tessera::mlir::pipeline::fusion_report::{report_json, report_of_pipeline, report_text};
 use tessera::mlir::pipeline::runner::{
     run_pipeline, timing_report, Instrumentation, Selection, StepTime,
 };
-use tessera::mlir::pipeline::stages::{stages, OptionKind, Program, StageEnv};
+use tessera::mlir::pipeline::stages::{stages, table_names, OptionKind, Program, StageEnv};
 use tessera::mlir::pipeline::{Pipeline, Target, UPSTREAM_PASSES};
 use tessera::mlir::MlirContext;
 use tessera::reference::render_reference;
 use tessera::source::SourceFile;
 use tessera::suggest::did_you_mean;
 
-/// Command-line options of `tessera-opt`.
-#[derive(Parser, Debug)]
-#[command(
-    name = "tessera-opt",
-    version,
-    about = "Read a tessera model (.tsr) or MLIR (.mlir), verify it, run a pipeline, print the result.",
-    after_help = "\
+/// The text after `tessera-opt --help`'s options: the stages, the presets, the targets (with
+/// the chips `--gpu-chip` takes), exit status and examples.
+fn after_help() -> String {
+    let chips: Vec<&str> = table_names(GPU_CHIPS).collect();
+    AFTER_HELP.replace("@CHIPS@", &chips.join(", "))
+}
+
+/// [`after_help`]'s text, the chips left out.
+const AFTER_HELP: &str = "\
 Stages (tessera's own passes; --list-passes shows their options and every upstream pass):
   tessera-decompose          nn layers that are compositions become array ops (on the graph)
   tessera-convert-to-linalg  the graph becomes MLIR func/tensor/linalg/arith/math
@@ -46,6 +50,9 @@ Stages (tessera's own passes; --list-passes shows their options and every upstre
   tessera-bufferize          buffers across functions; results as out-parameters; frees
   tessera-lower-to-llvm      the LLVM dialect for the host CPU (or cpu=, features=); f32
                              transcendentals as polynomials (math=libm: libm calls)
+  tessera-map-to-gpu         (--target=cuda) a kernel per fusion group or standalone op,
+                             tiled over blocks and threads, outlined into one gpu.module
+  tessera-lower-to-nvvm      (--target=cuda) kernels to NVVM and PTX for chip= (sm_90)
 
 Without -O or --pass-pipeline nothing is lowered: the model prints in canonical form, or
 with --emit=mlir as the conversion leaves it. Presets (tessera stages, in order; on MLIR
@@ -58,6 +65,9 @@ input they start after the conversion):
   --no-fusion drops tessera-fuse from a preset; --schedule FILE replaces tiling and
   vectorization by a transform-dialect schedule; --threads N adds tessera-parallelize
   after tessera-bufferize. --list-passes shows every stage and pass.
+  --target=cuda: the shared stages, then tessera-map-to-gpu and tessera-lower-to-nvvm;
+  --emit=ptx writes the kernels' PTX; --gpu-chip picks the chip (default sm_90), one of
+  @CHIPS@.
 
 Exit status: 0 when the input is valid, 1 when it has errors (each reported as
 FILE:LINE:COL: error: ... with the source line and a caret; errors in the pipeline at
@@ -72,9 +82,18 @@ Examples:
   tessera-opt model.tsr -O3 --dump-pass-pipeline    the preset as a reusable pipeline
   tessera-opt model.tsr -O3 --dump-dir stages/ --timing
   tessera-opt model.tsr -O3 --fusion-report         which ops became one kernel, and why not others
+  tessera-opt model.tsr -O3 --target=cuda --gpu-chip=sm_80 --emit=ptx -o model.ptx
   tessera-opt kernel.mlir --pass-pipeline='builtin.module(tessera-fuse)'
   tessera-opt cases.tsr --split-input-file --verify-diagnostics
-  tessera-opt --print-op-reference                  the reference of every op"
+  tessera-opt --print-op-reference                  the reference of every op";
+
+/// Command-line options of `tessera-opt`.
+#[derive(Parser, Debug)]
+#[command(
+    name = "tessera-opt",
+    version,
+    about = "Read a tessera model (.tsr) or MLIR (.mlir), verify it, run a pipeline, print the result.",
+    after_help = after_help()
 )]
 pub struct OptArgs {
     /// Input file; `-` or nothing reads standard input.

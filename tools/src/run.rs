@@ -1,7 +1,9 @@
-//! `tessera-run`: compiles a model for the CPU, runs it on real data (`.npy`) or deterministic
-//! random inputs, prints a summary of every output, and optionally compares with the
-//! reference interpreter, times repeated calls and reports compile stages and memory.
+//! `tessera-run`: compiles a model for the CPU or the GPU (`--target=cuda`), runs it on real
+//! data (`.npy`) or deterministic random inputs, prints a summary of every output, and
+//! optionally compares with the reference interpreter, times repeated calls and reports
+//! compile stages and memory.
 
+use crate::opt::TargetArg;
 use crate::registry;
 use clap::Parser;
 use std::fmt::Write as _;
@@ -21,9 +23,12 @@ use tessera::frontend::{decode, load};
 use tessera::ir::Module;
 use tessera::mlir::cpu::compile::{compile, jit_options};
 use tessera::mlir::cpu::runtime::alloc_counter;
+use tessera::mlir::cpu::runtime::jit::Jit;
 use tessera::mlir::cpu::runtime::jit::PartKind;
 use tessera::mlir::cpu::runtime::memref::HostBuffer;
-use tessera::mlir::pipeline::Pipeline;
+use tessera::mlir::gpu::runtime::executable::GpuExecutable;
+use tessera::mlir::pipeline::runner::StepTime;
+use tessera::mlir::pipeline::{Pipeline, Target};
 use tessera::mlir::MlirContext;
 
 /// Command-line options of `tessera-run`.
@@ -31,7 +36,7 @@ use tessera::mlir::MlirContext;
 #[command(
     name = "tessera-run",
     version,
-    about = "Compile a tessera model for the CPU and run it on .npy or random inputs.",
+    about = "Compile a tessera model for the CPU or an NVIDIA GPU and run it on .npy or random inputs.",
     after_help = "\
 SPEC is a .npy file (f32, f64, i32, i64 or bool, C order) or random[:SEED]: uniform in
 [-1, 1) for floats, small integers for integers, deterministic (each argument draws its own
@@ -42,8 +47,12 @@ model, the inputs or the run, 2 for usage errors, 3 when the compiler or the com
 crashed (the step, the input and the saved reproducer are printed), 4 when compiled code
 could not allocate a temporary.
 
+With --target=cuda the model runs on GPU 0 through the CUDA driver, loaded at run time: a
+machine without one says so (exit 1). Steady calls are timed on the host, copies included.
+
 Examples:
   tessera-run testdata/models/seed_mlp.tsr --compare-reference --repeat 100
+  tessera-run testdata/models/seed_mlp.tsr --target=cuda --compare-reference --repeat 100
   tessera-run model.tsr --entry mlp --input x=x.npy --input w1=random:1 --output-dir out/
   tessera-run model.tsr --stats"
 )]
@@ -66,6 +75,9 @@ pub struct RunArgs {
     /// Leave out fusion: the same kernels, unfused (fusion's own effect shows against it).
     #[arg(long)]
     pub no_fusion: bool,
+    /// Where the model runs: cpu (this machine, JIT-compiled) or cuda (GPU 0, PTX).
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub target: TargetArg,
     /// Run the outer loops of big kernels on N threads (the caller and N - 1 workers).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: u32,
@@ -124,37 +136,22 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
     if args.verify_each {
         context.set_verify_each(true);
     }
-    let pipeline =
-        Pipeline::preset(args.opt_level, !args.no_fusion).with_threads(args.threads as usize);
-    let (jit, times) = compile(
-        &context,
-        &module,
-        &file,
-        &pipeline,
-        jit_options(&module, &pipeline),
-    )
-    .map_err(|d| render_all(&d, &file))?;
-    let input_buffers = inputs
-        .iter()
-        .map(|t| {
-            HostBuffer::from_tensor(t).ok_or_else(|| {
-                format!("tessera-run: error: cannot allocate input of type {}", t.ty)
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut outputs = jit
-        .output_buffers(&func.name)
-        .map_err(|e| format!("tessera-run: error: {e}"))?;
+    let target = args.target.target();
+    if target == Target::Cuda && args.threads > 1 {
+        return Err("tessera-run: error: --threads does not apply to --target=cuda".into());
+    }
+    let pipeline = Pipeline::preset_for(target, args.opt_level, !args.no_fusion, None)
+        .with_threads(args.threads as usize);
+    let (mut compiled, steps) = Compiled::new(&context, &module, &file, &pipeline, &inputs)?;
     // Compiled code that crashes is miscompiled: say so, naming the function.
     let _running = Activity::enter(&format!("the compiled @{}", func.name), &path, None);
     alloc_counter::reset_peak();
     let before = alloc_counter::stats();
     let start = Instant::now();
-    jit.call_buffers(&func.name, &input_buffers, &mut outputs)
-        .map_err(|e| format!("tessera-run: error: {e}"))?;
+    let results = compiled.call(&func.name, &inputs)?;
     let first_call = start.elapsed();
     let after = alloc_counter::stats();
-    let results: Vec<Tensor> = outputs.iter().map(HostBuffer::to_tensor).collect();
+    let compile_time: Duration = steps.iter().map(|s| s.time).sum();
 
     let mut report = String::new();
     let _ = writeln!(
@@ -163,9 +160,12 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
         func.name,
         inputs.len(),
         args.opt_level,
-        match jit.threads() {
-            1 => String::new(),
-            n => format!(", {n} threads"),
+        match (&compiled, target) {
+            (_, Target::Cuda) => ", on the GPU".to_string(),
+            (Compiled::Cpu { jit, .. }, _) if jit.threads() > 1 => {
+                format!(", {} threads", jit.threads())
+            }
+            _ => String::new(),
         }
     );
     for (i, tensor) in results.iter().enumerate() {
@@ -208,14 +208,13 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
         }
         let _ = writeln!(report, "reference interpreter: {}", ms(reference_time));
     }
-    let _ = writeln!(report, "compile: {}", ms(times.total()));
+    let _ = writeln!(report, "compile: {}", ms(compile_time));
     let _ = writeln!(report, "first call: {}", ms(first_call));
     if args.repeat > 0 {
         let mut samples = Vec::with_capacity(args.repeat);
         for _ in 0..args.repeat {
             let start = Instant::now();
-            jit.call_buffers(&func.name, &input_buffers, &mut outputs)
-                .map_err(|e| format!("tessera-run: error: {e}"))?;
+            compiled.call_again(&func.name, &inputs)?;
             samples.push(start.elapsed());
         }
         samples.sort();
@@ -230,9 +229,11 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
         );
     }
     if args.stats {
-        for step in &times.steps {
+        for step in &steps {
             let _ = writeln!(report, "  stage {}: {}", step.name, ms(step.time));
         }
+    }
+    if let (true, Compiled::Cpu { jit, .. }) = (args.stats, &compiled) {
         let parts: Vec<String> = jit
             .parts()
             .iter()
@@ -264,6 +265,103 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
     out.write_all(report.as_bytes())
         .map_err(|e| format!("tessera-run: error: cannot write the report: {e}"))?;
     Ok(agree)
+}
+
+/// The entry function compiled for its target, ready to call.
+enum Compiled {
+    /// On the CPU: the JIT, and the host buffers of the inputs and outputs.
+    Cpu {
+        jit: Jit,
+        inputs: Vec<HostBuffer>,
+        outputs: Vec<HostBuffer>,
+    },
+    /// On the GPU.
+    Gpu(GpuExecutable),
+}
+
+impl Compiled {
+    /// `module` compiled by `pipeline` for its target, with the time of every step, ready to
+    /// be called on `inputs`.
+    fn new(
+        context: &MlirContext,
+        module: &Module,
+        file: &tessera::source::SourceFile,
+        pipeline: &Pipeline,
+        inputs: &[Tensor],
+    ) -> Result<(Compiled, Vec<StepTime>), String> {
+        if pipeline.has_stage("tessera-lower-to-nvvm") {
+            let (plan, steps) =
+                tessera::mlir::gpu::compile::compile(context, module, file, pipeline)
+                    .map_err(|d| render_all(&d, file))?;
+            let signatures = tessera::exec::signature::Signature::of_module(module);
+            let executable = GpuExecutable::load(plan, signatures)
+                .map_err(|e| format!("tessera-run: error: {e}"))?;
+            return Ok((Compiled::Gpu(executable), steps));
+        }
+        let (jit, times) = compile(
+            context,
+            module,
+            file,
+            pipeline,
+            jit_options(module, pipeline),
+        )
+        .map_err(|d| render_all(&d, file))?;
+        let inputs = inputs
+            .iter()
+            .map(|t| {
+                HostBuffer::from_tensor(t).ok_or_else(|| {
+                    format!("tessera-run: error: cannot allocate input of type {}", t.ty)
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((
+            Compiled::Cpu {
+                jit,
+                inputs,
+                outputs: Vec::new(),
+            },
+            times.steps,
+        ))
+    }
+
+    /// Calls function `name` on `inputs` and returns its results.
+    fn call(&mut self, name: &str, inputs: &[Tensor]) -> Result<Vec<Tensor>, String> {
+        if let Compiled::Gpu(executable) = self {
+            return executable
+                .call(name, inputs)
+                .map_err(|e| format!("tessera-run: error: {e}"));
+        }
+        self.call_again(name, inputs)?;
+        match self {
+            Compiled::Cpu { outputs, .. } => {
+                Ok(outputs.iter().map(HostBuffer::to_tensor).collect())
+            }
+            Compiled::Gpu(_) => Ok(Vec::new()),
+        }
+    }
+
+    /// Calls function `name` on `inputs` once more, keeping the results where they are (the
+    /// CPU's output buffers; on the GPU, a whole call with its copies).
+    fn call_again(&mut self, name: &str, inputs: &[Tensor]) -> Result<(), String> {
+        let error = |e: &dyn std::fmt::Display| format!("tessera-run: error: {e}");
+        match self {
+            Compiled::Cpu {
+                jit,
+                inputs: buffers,
+                outputs,
+            } => {
+                if outputs.is_empty() {
+                    *outputs = jit.output_buffers(name).map_err(|e| error(&e))?;
+                }
+                jit.call_buffers(name, buffers, outputs)
+                    .map_err(|e| error(&e))
+            }
+            Compiled::Gpu(executable) => executable
+                .call(name, inputs)
+                .map(drop)
+                .map_err(|e| error(&e)),
+        }
+    }
 }
 
 /// Refuses models with a tensor larger than a host tensor may be: compiled code cannot

@@ -3,9 +3,10 @@
 
 use crate::crash::Activity;
 use crate::diag::Diagnostic;
+use crate::exec::signature::Signature;
 use crate::ir::Module;
 use crate::mlir::bridge::context::MlirContext;
-use crate::mlir::cpu::runtime::jit::{Jit, LlvmOptions, Signature};
+use crate::mlir::cpu::runtime::jit::{Jit, LlvmOptions};
 use crate::mlir::pipeline::runner::{run_pipeline, Instrumentation, StepTime};
 use crate::mlir::pipeline::stages::{Program, StageEnv};
 use crate::mlir::pipeline::Pipeline;

@@ -3,7 +3,10 @@
 //! tiles, and the CUDA tools it uses (`ptxas` to check PTX, libdevice). Its C++ passes are
 //! in `cxx/`.
 
+pub mod compile;
+pub mod launch_plan;
 pub mod ptx;
+pub mod runtime;
 pub mod stages;
 pub mod strategy;
 pub mod toolkit;

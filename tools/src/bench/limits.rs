@@ -5,7 +5,8 @@
 
 use crate::bench::measure::{time_calls, Budget};
 use std::time::Duration;
-use tessera::mlir::cpu::runtime::jit::{Jit, LlvmOptions, Signature};
+use tessera::exec::signature::Signature;
+use tessera::mlir::cpu::runtime::jit::{Jit, LlvmOptions};
 use tessera::mlir::cpu::runtime::memref::HostBuffer;
 use tessera::mlir::cpu::strategy::VectorUnit;
 use tessera::mlir::pipeline::runner::{run_pipeline, Instrumentation};

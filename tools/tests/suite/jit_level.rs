@@ -4,9 +4,10 @@
 
 use crate::common::{load_text, root, tsr_files};
 use crate::compile_check::scratch;
+use tessera::exec::signature::Signature;
 use tessera::ir::Module;
 use tessera::mlir::cpu::compile::{jit_opt_level, jit_options};
-use tessera::mlir::cpu::runtime::jit::{write_object_file, Signature};
+use tessera::mlir::cpu::runtime::jit::write_object_file;
 use tessera::mlir::pipeline::runner::{run_pipeline, Instrumentation};
 use tessera::mlir::pipeline::stages::{Program, StageEnv};
 use tessera::mlir::pipeline::Pipeline;

@@ -12,6 +12,7 @@ mod fusion_reports;
 mod fuzz;
 mod generated;
 mod gpu_ptx;
+mod gpu_runtime;
 mod interpreter;
 mod jit_level;
 mod layering;

@@ -4,8 +4,8 @@
 //! signature first. Results are caller-owned out-parameters; temporaries go through the
 //! counting allocator.
 
+use crate::exec::signature::{RunError, Signature};
 use crate::exec::tensor::Tensor;
-use crate::ir::Module;
 use crate::mlir::bridge::walk::walk;
 use crate::mlir::cpu::runtime::alloc_counter::{mlir_aligned_alloc, mlir_alloc, mlir_free};
 use crate::mlir::cpu::runtime::async_runtime;
@@ -17,77 +17,6 @@ use melior::ir::attribute::IntegerAttribute;
 use mlir_sys::MlirOperation;
 use std::ffi::{c_char, CStr, CString};
 use std::time::{Duration, Instant};
-
-/// A function's interface: parameter names and types, result types.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Signature {
-    /// The function's name.
-    pub name: String,
-    /// Parameter names (without `%`) and types.
-    pub params: Vec<(String, TensorType)>,
-    /// Result types, in return order.
-    pub results: Vec<TensorType>,
-}
-
-impl Signature {
-    /// The signatures of every function of `module`.
-    pub fn of_module(module: &Module) -> Vec<Signature> {
-        module
-            .funcs
-            .iter()
-            .map(|f| Signature {
-                name: f.name.clone(),
-                params: f
-                    .params
-                    .iter()
-                    .map(|&p| (f.value(p).name.clone(), f.value(p).ty.clone()))
-                    .collect(),
-                results: f.result_types.clone(),
-            })
-            .collect()
-    }
-}
-
-/// Why a call could not run.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum RunError {
-    /// No function of that name.
-    #[error("no function '@{name}' in the module (functions: {available})")]
-    UnknownFunction {
-        /// The name asked for.
-        name: String,
-        /// The names there are.
-        available: String,
-    },
-    /// Wrong number of inputs.
-    #[error("'@{func}' takes {expected} inputs, but {found} were given")]
-    InputCount {
-        /// The function.
-        func: String,
-        /// Its parameter count.
-        expected: usize,
-        /// The inputs given.
-        found: usize,
-    },
-    /// An input of the wrong shape or element type.
-    #[error("input '{name}' has type {found}, but '@{func}' expects {expected}")]
-    InputType {
-        /// The function.
-        func: String,
-        /// The parameter.
-        name: String,
-        /// Its type.
-        expected: TensorType,
-        /// The input's type.
-        found: TensorType,
-    },
-    /// A buffer could not be allocated.
-    #[error("cannot allocate a buffer for {0}")]
-    Allocation(TensorType),
-    /// The engine could not run the function.
-    #[error("the compiled function '@{0}' cannot be invoked")]
-    Invoke(String),
-}
 
 /// How LLVM compiles a module: the optimization level of its IR pipeline (the code generator
 /// always runs at its default level) and whether its loop unrolling runs (see
@@ -420,40 +349,13 @@ impl Jit {
 
     /// The signature of function `name`.
     pub fn signature(&self, name: &str) -> Result<&Signature, RunError> {
-        self.signatures
-            .iter()
-            .find(|s| s.name == name)
-            .ok_or_else(|| RunError::UnknownFunction {
-                name: name.to_string(),
-                available: self
-                    .signatures
-                    .iter()
-                    .map(|s| format!("@{}", s.name))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })
+        Signature::find(&self.signatures, name)
     }
 
     /// Checks `inputs` against function `name`'s parameters: count, then every type.
     pub fn check_inputs(&self, name: &str, inputs: &[&TensorType]) -> Result<&Signature, RunError> {
         let signature = self.signature(name)?;
-        if inputs.len() != signature.params.len() {
-            return Err(RunError::InputCount {
-                func: name.into(),
-                expected: signature.params.len(),
-                found: inputs.len(),
-            });
-        }
-        for ((param, expected), &found) in signature.params.iter().zip(inputs) {
-            if expected != found {
-                return Err(RunError::InputType {
-                    func: name.into(),
-                    name: param.clone(),
-                    expected: expected.clone(),
-                    found: found.clone(),
-                });
-            }
-        }
+        signature.check_inputs(inputs)?;
         Ok(signature)
     }
 

@@ -1,15 +1,11 @@
 //! Host buffers in the compiled code's memory layout, and the strided memref descriptors
 //! (`{allocated, aligned, offset, sizes[r], strides[r]}`) that pass them to it.
 
-use crate::exec::tensor::{row_major_strides, Tensor, TensorData};
-use crate::types::{ElementClass, ElementType, TensorType};
-use half::{bf16, f16};
+pub use crate::exec::bytes::element_bytes;
+use crate::exec::bytes::{decode, encode_into};
+use crate::exec::tensor::{row_major_strides, Tensor};
+use crate::types::TensorType;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
-
-/// Bytes one element of `element` occupies in memory (`i1` takes a byte).
-pub fn element_bytes(element: ElementType) -> usize {
-    (element.bit_width() as usize).div_ceil(8)
-}
 
 /// A 64-byte aligned buffer holding a tensor's elements in row-major order.
 pub struct HostBuffer {
@@ -36,22 +32,7 @@ impl HostBuffer {
     /// A buffer holding `tensor`'s elements.
     pub fn from_tensor(tensor: &Tensor) -> Option<HostBuffer> {
         let mut buffer = HostBuffer::zeroed(&tensor.ty)?;
-        let element = tensor.ty.element;
-        let width = element_bytes(element);
-        let bytes = buffer.bytes_mut();
-        for (i, chunk) in bytes.chunks_exact_mut(width).enumerate() {
-            let value = tensor.get_f64(i);
-            match (element, &tensor.data) {
-                (ElementType::F32, _) => chunk.copy_from_slice(&(value as f32).to_le_bytes()),
-                (ElementType::F64, _) => chunk.copy_from_slice(&value.to_le_bytes()),
-                (ElementType::F16, _) => chunk.copy_from_slice(&f16::from_f64(value).to_le_bytes()),
-                (ElementType::BF16, _) => {
-                    chunk.copy_from_slice(&bf16::from_f64(value).to_le_bytes())
-                }
-                (_, TensorData::Int(v)) => chunk.copy_from_slice(&v[i].to_le_bytes()[..width]),
-                (_, _) => chunk[0] = u8::from(value != 0.0),
-            }
-        }
+        encode_into(tensor, buffer.bytes_mut());
         Some(buffer)
     }
 
@@ -62,40 +43,7 @@ impl HostBuffer {
 
     /// The elements as a host tensor.
     pub fn to_tensor(&self) -> Tensor {
-        let element = self.ty.element;
-        let width = element_bytes(element);
-        let chunks = self.bytes().chunks_exact(width);
-        let data = match element.class() {
-            ElementClass::Float => TensorData::Float(
-                chunks
-                    .map(|c| match element {
-                        ElementType::F32 => f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-                        ElementType::F16 => f16::from_le_bytes([c[0], c[1]]).to_f64(),
-                        ElementType::BF16 => bf16::from_le_bytes([c[0], c[1]]).to_f64(),
-                        _ => f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]),
-                    })
-                    .collect(),
-            ),
-            ElementClass::Int => TensorData::Int(
-                chunks
-                    .map(|c| {
-                        // Sign-extend from the element's width.
-                        let mut bytes = if c[width - 1] & 0x80 != 0 {
-                            [0xff; 8]
-                        } else {
-                            [0; 8]
-                        };
-                        bytes[..width].copy_from_slice(c);
-                        i64::from_le_bytes(bytes)
-                    })
-                    .collect(),
-            ),
-            ElementClass::Bool => TensorData::Bool(chunks.map(|c| c[0] & 1 != 0).collect()),
-        };
-        Tensor {
-            ty: self.ty.clone(),
-            data,
-        }
+        decode(&self.ty, self.bytes())
     }
 
     fn byte_len(&self) -> usize {
@@ -132,6 +80,8 @@ impl Drop for HostBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::tensor::TensorData;
+    use crate::types::{ElementClass, ElementType};
 
     #[test]
     fn round_trips_every_element_type() {

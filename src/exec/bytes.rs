@@ -1,0 +1,111 @@
+//! Tensors as the bytes compiled code reads and writes, on the CPU and the GPU alike: the
+//! elements in row-major order, little-endian, each in its element type (`i1` a byte).
+
+use crate::exec::tensor::{Tensor, TensorData};
+use crate::types::{ElementClass, ElementType, TensorType};
+use half::{bf16, f16};
+
+/// Bytes one element of `element` occupies in memory (`i1` takes a byte).
+pub fn element_bytes(element: ElementType) -> usize {
+    (element.bit_width() as usize).div_ceil(8)
+}
+
+/// Writes `tensor`'s elements into `bytes` (as long as the tensor's elements take).
+pub fn encode_into(tensor: &Tensor, bytes: &mut [u8]) {
+    let element = tensor.ty.element;
+    let width = element_bytes(element);
+    for (i, chunk) in bytes.chunks_exact_mut(width).enumerate() {
+        let value = tensor.get_f64(i);
+        match (element, element.class(), &tensor.data) {
+            (ElementType::F32, ..) => chunk.copy_from_slice(&(value as f32).to_le_bytes()),
+            (ElementType::F64, ..) => chunk.copy_from_slice(&value.to_le_bytes()),
+            (ElementType::F16, ..) => chunk.copy_from_slice(&f16::from_f64(value).to_le_bytes()),
+            (ElementType::BF16, ..) => chunk.copy_from_slice(&bf16::from_f64(value).to_le_bytes()),
+            (_, ElementClass::Int, TensorData::Int(v)) => {
+                chunk.copy_from_slice(&v[i].to_le_bytes()[..width])
+            }
+            (_, ElementClass::Int, _) => {
+                chunk.copy_from_slice(&(value as i64).to_le_bytes()[..width])
+            }
+            _ => chunk[0] = u8::from(value != 0.0),
+        }
+    }
+}
+
+/// `tensor`'s elements as bytes.
+pub fn encode(tensor: &Tensor) -> Vec<u8> {
+    let count = tensor.ty.num_elements().unwrap_or(0) as usize;
+    let mut bytes = vec![0; count * element_bytes(tensor.ty.element)];
+    encode_into(tensor, &mut bytes);
+    bytes
+}
+
+/// The tensor of type `ty` whose elements `bytes` holds.
+pub fn decode(ty: &TensorType, bytes: &[u8]) -> Tensor {
+    let element = ty.element;
+    let width = element_bytes(element);
+    let chunks = bytes.chunks_exact(width);
+    let data = match element.class() {
+        ElementClass::Float => TensorData::Float(
+            chunks
+                .map(|c| match element {
+                    ElementType::F32 => f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+                    ElementType::F16 => f16::from_le_bytes([c[0], c[1]]).to_f64(),
+                    ElementType::BF16 => bf16::from_le_bytes([c[0], c[1]]).to_f64(),
+                    _ => f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]),
+                })
+                .collect(),
+        ),
+        ElementClass::Int => TensorData::Int(
+            chunks
+                .map(|c| {
+                    // Sign-extend from the element's width.
+                    let mut bytes = if c[width - 1] & 0x80 != 0 {
+                        [0xff; 8]
+                    } else {
+                        [0; 8]
+                    };
+                    bytes[..width].copy_from_slice(c);
+                    i64::from_le_bytes(bytes)
+                })
+                .collect(),
+        ),
+        ElementClass::Bool => TensorData::Bool(chunks.map(|c| c[0] & 1 != 0).collect()),
+    };
+    Tensor {
+        ty: ty.clone(),
+        data,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_element_type_round_trips() {
+        for element in [
+            ElementType::F32,
+            ElementType::F64,
+            ElementType::F16,
+            ElementType::BF16,
+            ElementType::I8,
+            ElementType::I32,
+            ElementType::I64,
+            ElementType::I1,
+        ] {
+            let ty = TensorType::new(vec![3], element);
+            let values = match element.class() {
+                ElementClass::Float => vec![1.5, -0.25, 3.0],
+                ElementClass::Int => vec![-4.0, 0.0, 3.0],
+                ElementClass::Bool => vec![1.0, 0.0, 1.0],
+            };
+            let tensor = Tensor::from_f64(&ty, values);
+            let bytes = encode(&tensor);
+            assert_eq!(bytes.len(), 3 * element_bytes(element));
+            let decoded = decode(&ty, &bytes);
+            let same = (0..3).all(|i| decoded.get_f64(i) == tensor.get_f64(i));
+            assert!(same, "{element:?}: {tensor:?} came back as {decoded:?}");
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! The CUDA driver, as the GPU runtime uses it: one context and stream on device 0, a module
+//! of PTX loaded once, device memory, copies, launches and event timing. The driver library
+//! (`libcuda.so.1`) is loaded when the first device opens (cudarc's dynamic loading), so
+//! tessera builds and runs where there is none; [`driver_present`] says whether there is one
+//! before anything calls it (cudarc panics otherwise).
+
+use cudarc::driver::{result, sys, CudaContext, CudaModule, CudaStream};
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// What a machine without the driver is told.
+pub const NO_DRIVER: &str = "no CUDA driver (libcuda.so.1) on this machine";
+
+/// Whether the CUDA driver library can be loaded here.
+pub fn driver_present() -> bool {
+    // SAFETY: only tries to open the library by its names; calls nothing in it.
+    unsafe { sys::is_culib_present() }
+}
+
+/// A GPU: device 0's primary context and one stream, on which everything runs in order.
+pub struct Device {
+    context: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+}
+
+/// Device memory of a given size, freed when dropped.
+pub struct DeviceBuffer {
+    address: sys::CUdeviceptr,
+    bytes: usize,
+    context: Arc<CudaContext>,
+}
+
+/// A loaded module of kernels.
+pub struct Kernels {
+    module: Arc<CudaModule>,
+}
+
+impl Device {
+    /// Opens device 0; `Err` says why there is none (no driver, no device, a driver error).
+    pub fn open() -> Result<Device, String> {
+        if !driver_present() {
+            return Err(NO_DRIVER.to_string());
+        }
+        let context = CudaContext::new(0).map_err(|e| format!("cannot open CUDA device 0: {e}"))?;
+        let stream = context.default_stream();
+        Ok(Device { context, stream })
+    }
+
+    /// The device's name, its compute capability (`sm_90` for 9.0) and the driver's version.
+    pub fn describe(&self) -> Result<(String, String, String), String> {
+        let name = self.context.name().map_err(|e| e.to_string())?;
+        let (major, minor) = self
+            .context
+            .compute_capability()
+            .map_err(|e| e.to_string())?;
+        let mut version = 0;
+        // SAFETY: the driver is loaded (a context exists); it writes one integer.
+        let status = unsafe { sys::cuDriverGetVersion(&mut version) };
+        let driver = match status {
+            sys::CUresult::CUDA_SUCCESS => format!("{}.{}", version / 1000, version % 1000 / 10),
+            other => format!("unknown ({other:?})"),
+        };
+        Ok((name, format!("sm_{major}{minor}"), driver))
+    }
+
+    /// Loads `ptx` (once: its functions are then looked up by name).
+    pub fn load(&self, ptx: &str) -> Result<Kernels, String> {
+        let module = self
+            .context
+            .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
+            .map_err(|e| format!("the driver does not load the kernels' PTX: {e}"))?;
+        Ok(Kernels { module })
+    }
+
+    /// `bytes` of device memory (at least one, so that every buffer has an address).
+    pub fn allocate(&self, bytes: usize) -> Result<DeviceBuffer, String> {
+        self.context.bind_to_thread().map_err(|e| e.to_string())?;
+        // SAFETY: the context is current on this thread; the memory is freed on drop.
+        let address = unsafe { result::malloc_sync(bytes.max(1)) }
+            .map_err(|e| format!("cannot allocate {bytes} bytes on the GPU: {e}"))?;
+        Ok(DeviceBuffer {
+            address,
+            bytes,
+            context: Arc::clone(&self.context),
+        })
+    }
+
+    /// Copies `data` to the start of `buffer` (at most its size), in stream order.
+    pub fn upload(&self, buffer: &DeviceBuffer, data: &[u8]) -> Result<(), String> {
+        let data = &data[..data.len().min(buffer.bytes)];
+        // SAFETY: `buffer` holds at least `data.len()` bytes; the host slice outlives the copy
+        // because the stream is synchronized before `data` can be dropped by the caller
+        // (`synchronize` after every call's copies).
+        unsafe { result::memcpy_htod_async(buffer.address, data, self.stream.cu_stream()) }
+            .map_err(|e| format!("cannot copy {} bytes to the GPU: {e}", data.len()))
+    }
+
+    /// Copies the start of `buffer` into `data` (at most its size), in stream order; the data
+    /// is there once the stream is synchronized.
+    pub fn download(&self, buffer: &DeviceBuffer, data: &mut [u8]) -> Result<(), String> {
+        let length = data.len().min(buffer.bytes);
+        // SAFETY: `buffer` holds at least `length` bytes; `data` stays borrowed until the
+        // caller synchronizes.
+        unsafe {
+            result::memcpy_dtoh_async(&mut data[..length], buffer.address, self.stream.cu_stream())
+        }
+        .map_err(|e| format!("cannot copy {length} bytes from the GPU: {e}"))
+    }
+
+    /// Launches `kernel` of `kernels` on `grid` blocks of `block` threads with `parameters`
+    /// (each its bytes, in the kernel's parameter order).
+    pub fn launch(
+        &self,
+        kernels: &Kernels,
+        kernel: &str,
+        grid: [u32; 3],
+        block: [u32; 3],
+        parameters: &mut [Vec<u8>],
+    ) -> Result<(), String> {
+        let function = kernels
+            .module
+            .load_function(kernel)
+            .map_err(|e| format!("the PTX has no kernel '{kernel}': {e}"))?;
+        let mut pointers: Vec<*mut c_void> = parameters
+            .iter_mut()
+            .map(|p| p.as_mut_ptr().cast::<c_void>())
+            .collect();
+        // SAFETY: the function belongs to the loaded module; each pointer points to a
+        // parameter's bytes, laid out as the kernel declares them (the launch plan's memref
+        // descriptors and scalars), alive until the launch returns (the driver copies them).
+        unsafe {
+            result::launch_kernel(
+                function.cu_function(),
+                (grid[0], grid[1], grid[2]),
+                (block[0], block[1], block[2]),
+                0,
+                self.stream.cu_stream(),
+                &mut pointers,
+            )
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    /// Waits for everything queued on the stream; a kernel's fault surfaces here.
+    pub fn synchronize(&self) -> Result<(), String> {
+        self.stream.synchronize().map_err(|e| e.to_string())
+    }
+
+    /// Milliseconds the stream spends on `work` (between two events recorded around it).
+    pub fn time(&self, work: impl FnOnce() -> Result<(), String>) -> Result<f64, String> {
+        let start = self.context.new_event(None).map_err(|e| e.to_string())?;
+        let end = self.context.new_event(None).map_err(|e| e.to_string())?;
+        start.record(&self.stream).map_err(|e| e.to_string())?;
+        work()?;
+        end.record(&self.stream).map_err(|e| e.to_string())?;
+        end.synchronize().map_err(|e| e.to_string())?;
+        start
+            .elapsed_ms(&end)
+            .map(f64::from)
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl DeviceBuffer {
+    /// Its device address.
+    pub fn address(&self) -> u64 {
+        self.address
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        if self.context.bind_to_thread().is_ok() {
+            // SAFETY: the address came from `malloc_sync` in this context and is freed once.
+            let _ = unsafe { result::free_sync(self.address) };
+        }
+    }
+}

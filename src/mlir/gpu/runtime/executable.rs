@@ -1,0 +1,193 @@
+//! A compiled module on the GPU: its kernels loaded once, and for each function the device
+//! buffers of its launch plan, allocated at its first call and kept for every later one
+//! (parameters, temporaries, constants uploaded once); a call checks its inputs against the
+//! function's signature before anything reaches the device, copies them in, launches the
+//! kernels in order on one stream, and copies the results out.
+
+use crate::exec::bytes::{decode, element_bytes, encode};
+use crate::exec::signature::{RunError, Signature};
+use crate::exec::tensor::Tensor;
+use crate::mlir::gpu::launch_plan::{Buffer, FunctionPlan, LaunchPlan};
+use crate::mlir::gpu::runtime::device::{Device, DeviceBuffer, Kernels};
+use crate::types::TensorType;
+use std::collections::HashMap;
+
+/// Why a call on the GPU could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    /// The call itself is wrong (an unknown function, inputs of the wrong count or type).
+    #[error(transparent)]
+    Call(#[from] RunError),
+    /// The device could not do what the runtime asked (no driver, no memory, a failed copy).
+    #[error("{0}")]
+    Device(String),
+    /// A kernel could not be launched, or failed.
+    #[error("kernel '{kernel}' (from {origin}) failed: {message}")]
+    Kernel {
+        /// The kernel's name in the PTX.
+        kernel: String,
+        /// The `.tsr` op it came from.
+        origin: String,
+        /// What the driver said.
+        message: String,
+    },
+    /// The module's launch plan does not match the function's signature.
+    #[error("the launch plan of '@{0}' does not match its signature")]
+    Plan(String),
+}
+
+/// A module's functions, runnable on the GPU.
+pub struct GpuExecutable {
+    device: Device,
+    kernels: Option<Kernels>,
+    plan: LaunchPlan,
+    signatures: Vec<Signature>,
+    resident: HashMap<String, Vec<DeviceBuffer>>,
+}
+
+/// The tensor type each parameter of `function` (with `signature`) holds: its inputs, then its
+/// results' out-parameters.
+fn parameter_types(
+    function: &FunctionPlan,
+    signature: &Signature,
+) -> Result<Vec<TensorType>, GpuError> {
+    let types: Vec<TensorType> = signature
+        .params
+        .iter()
+        .map(|(_, t)| t.clone())
+        .chain(signature.results.iter().cloned())
+        .collect();
+    if types.len() != function.parameters.len() {
+        return Err(GpuError::Plan(function.name.clone()));
+    }
+    Ok(types)
+}
+
+impl GpuExecutable {
+    /// Opens the GPU and loads `plan`'s kernels, for functions with `signatures`.
+    pub fn load(plan: LaunchPlan, signatures: Vec<Signature>) -> Result<GpuExecutable, GpuError> {
+        let device = Device::open().map_err(GpuError::Device)?;
+        let kernels = match plan.ptx.is_empty() {
+            true => None,
+            false => Some(device.load(&plan.ptx).map_err(GpuError::Device)?),
+        };
+        Ok(GpuExecutable {
+            device,
+            kernels,
+            plan,
+            signatures,
+            resident: HashMap::new(),
+        })
+    }
+
+    /// The device's name, its chip and the driver's version.
+    pub fn describe(&self) -> Result<(String, String, String), GpuError> {
+        self.device.describe().map_err(GpuError::Device)
+    }
+
+    /// The buffers of function `name`, allocated (and its constants uploaded) at the first call.
+    fn buffers(&mut self, function: &FunctionPlan, types: &[TensorType]) -> Result<(), GpuError> {
+        if self.resident.contains_key(&function.name) {
+            return Ok(());
+        }
+        let mut buffers = Vec::with_capacity(function.buffers.len());
+        for buffer in &function.buffers {
+            let bytes = match buffer {
+                Buffer::Parameter(p) => {
+                    let ty = &types[*p];
+                    ty.num_elements().unwrap_or(0) as usize * element_bytes(ty.element)
+                }
+                Buffer::Temporary(bytes) => *bytes as usize,
+                Buffer::Constant(data) => data.len(),
+            };
+            let allocated = self.device.allocate(bytes).map_err(GpuError::Device)?;
+            if let Buffer::Constant(data) = buffer {
+                self.device
+                    .upload(&allocated, data)
+                    .map_err(GpuError::Device)?;
+            }
+            buffers.push(allocated);
+        }
+        self.resident.insert(function.name.clone(), buffers);
+        Ok(())
+    }
+
+    /// Calls function `name` on `inputs` and returns its results.
+    pub fn call(&mut self, name: &str, inputs: &[Tensor]) -> Result<Vec<Tensor>, GpuError> {
+        let signature = Signature::find(&self.signatures, name)?.clone();
+        let types: Vec<&TensorType> = inputs.iter().map(|t| &t.ty).collect();
+        signature.check_inputs(&types)?;
+        let function = self
+            .plan
+            .functions
+            .iter()
+            .find(|f| f.name == name)
+            .cloned()
+            .ok_or_else(|| GpuError::Plan(name.to_string()))?;
+        let parameter_types = parameter_types(&function, &signature)?;
+        self.buffers(&function, &parameter_types)?;
+        let buffers = &self.resident[name];
+        let parameter_buffer = |p: usize| {
+            function
+                .views
+                .get(function.parameters[p])
+                .map(|view| &buffers[view.buffer])
+        };
+        let mut staged = Vec::new();
+        for (p, input) in inputs.iter().enumerate() {
+            let buffer = parameter_buffer(p).ok_or_else(|| GpuError::Plan(name.to_string()))?;
+            staged.push(encode(input));
+            let data = staged.last().map_or(&[][..], Vec::as_slice);
+            self.device.upload(buffer, data).map_err(GpuError::Device)?;
+        }
+        let addresses: Vec<u64> = buffers.iter().map(DeviceBuffer::address).collect();
+        for launch in &function.launches {
+            let kernels = self
+                .kernels
+                .as_ref()
+                .ok_or_else(|| GpuError::Plan(name.to_string()))?;
+            let mut parameters = launch.parameters(&function, &addresses);
+            self.device
+                .launch(
+                    kernels,
+                    &launch.kernel,
+                    launch.grid,
+                    launch.block,
+                    &mut parameters,
+                )
+                .map_err(|message| GpuError::Kernel {
+                    kernel: launch.kernel.clone(),
+                    origin: launch.origin.clone(),
+                    message,
+                })?;
+        }
+        let mut outputs: Vec<Vec<u8>> = Vec::new();
+        for (r, ty) in signature.results.iter().enumerate() {
+            let bytes = ty.num_elements().unwrap_or(0) as usize * element_bytes(ty.element);
+            outputs.push(vec![0; bytes]);
+            let buffer = parameter_buffer(signature.params.len() + r)
+                .ok_or_else(|| GpuError::Plan(name.to_string()))?;
+            let data = outputs.last_mut().map_or(&mut [][..], Vec::as_mut_slice);
+            self.device
+                .download(buffer, data)
+                .map_err(GpuError::Device)?;
+        }
+        self.device
+            .synchronize()
+            .map_err(|message| match function.launches.last() {
+                Some(last) => GpuError::Kernel {
+                    kernel: format!("{} (or an earlier one of @{name})", last.kernel),
+                    origin: last.origin.clone(),
+                    message,
+                },
+                None => GpuError::Device(message),
+            })?;
+        drop(staged);
+        Ok(signature
+            .results
+            .iter()
+            .zip(&outputs)
+            .map(|(ty, bytes)| decode(ty, bytes))
+            .collect())
+    }
+}
