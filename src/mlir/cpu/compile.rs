@@ -7,8 +7,7 @@ use crate::exec::signature::Signature;
 use crate::ir::Module;
 use crate::mlir::bridge::context::MlirContext;
 use crate::mlir::cpu::runtime::jit::{Jit, LlvmOptions};
-use crate::mlir::pipeline::runner::{run_pipeline, Instrumentation, StepTime};
-use crate::mlir::pipeline::stages::{Program, StageEnv};
+use crate::mlir::pipeline::runner::{lower, StepTime};
 use crate::mlir::pipeline::Pipeline;
 use crate::source::{SourceFile, Span};
 use std::time::Duration;
@@ -83,22 +82,8 @@ pub fn compile(
     pipeline: &Pipeline,
     options: LlvmOptions,
 ) -> Result<(Jit, CompileTimes), Vec<Diagnostic>> {
-    let env = StageEnv { context, file };
-    let (program, steps) = run_pipeline(
-        Program::Graph(module.clone()),
-        pipeline,
-        &env,
-        &Instrumentation::default(),
-        &mut std::io::sink(),
-    )
-    .map_err(|failure| failure.diagnostics)?;
+    let (lowered, steps) = lower(context, module, file, pipeline)?;
     let mut times = CompileTimes { steps };
-    let Program::Mlir(lowered) = program else {
-        return Err(vec![Diagnostic::error(
-            Span::at(0),
-            format!("the pipeline {pipeline} does not produce MLIR"),
-        )]);
-    };
     let activity = Activity::enter("llvm-jit", file.name(), None);
     let jit = Jit::new(&lowered, Signature::of_module(module), options);
     drop(activity);

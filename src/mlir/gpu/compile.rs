@@ -6,8 +6,7 @@ use crate::diag::Diagnostic;
 use crate::ir::Module;
 use crate::mlir::bridge::context::MlirContext;
 use crate::mlir::gpu::launch_plan::{launch_plan, LaunchPlan};
-use crate::mlir::pipeline::runner::{run_pipeline, Instrumentation, StepTime};
-use crate::mlir::pipeline::stages::{Program, StageEnv};
+use crate::mlir::pipeline::runner::{lower, StepTime};
 use crate::mlir::pipeline::Pipeline;
 use crate::source::SourceFile;
 
@@ -19,21 +18,8 @@ pub fn compile(
     file: &SourceFile,
     pipeline: &Pipeline,
 ) -> Result<(LaunchPlan, Vec<StepTime>), Vec<Diagnostic>> {
-    let env = StageEnv { context, file };
-    let (program, steps) = run_pipeline(
-        Program::Graph(module.clone()),
-        pipeline,
-        &env,
-        &Instrumentation::default(),
-        &mut std::io::sink(),
-    )
-    .map_err(|failure| failure.diagnostics)?;
+    let (lowered, steps) = lower(context, module, file, pipeline)?;
     let error = |message: String| vec![Diagnostic::unlocated(message)];
-    let Program::Mlir(lowered) = program else {
-        return Err(error(format!(
-            "the pipeline {pipeline} does not produce MLIR"
-        )));
-    };
     if !pipeline.has_stage("tessera-lower-to-nvvm") {
         return Err(error(format!(
             "the pipeline {pipeline} does not assemble GPU kernels (it must end in tessera-lower-to-nvvm)"

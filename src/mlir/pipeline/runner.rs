@@ -4,8 +4,12 @@
 
 use crate::crash::{reproducer_path, Activity};
 use crate::diag::Diagnostic;
+use crate::ir::Module;
+use crate::mlir::bridge::context::MlirContext;
 use crate::mlir::pipeline::stages::{expect_mlir, run_upstream, verify_step, Program, StageEnv};
 use crate::mlir::pipeline::{Element, Pipeline};
+use crate::source::SourceFile;
+use melior::ir::Module as MlirModule;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -61,6 +65,31 @@ pub struct PipelineFailure {
     pub diagnostics: Vec<Diagnostic>,
     /// The pipeline's input with its steps up to the failing one.
     pub reproducer: Option<PathBuf>,
+}
+
+/// Runs `pipeline` on `module`'s graph as a compiler does, without dumps: the MLIR it
+/// leaves, and the time of every step. `Err` holds the failing step's diagnostics.
+pub fn lower<'c>(
+    context: &'c MlirContext,
+    module: &Module,
+    file: &SourceFile,
+    pipeline: &Pipeline,
+) -> Result<(MlirModule<'c>, Vec<StepTime>), Vec<Diagnostic>> {
+    let env = StageEnv { context, file };
+    let (program, steps) = run_pipeline(
+        Program::Graph(module.clone()),
+        pipeline,
+        &env,
+        &Instrumentation::default(),
+        &mut std::io::sink(),
+    )
+    .map_err(|failure| failure.diagnostics)?;
+    match program {
+        Program::Mlir(lowered) => Ok((lowered, steps)),
+        Program::Graph(_) => Err(vec![Diagnostic::unlocated(format!(
+            "the pipeline {pipeline} does not produce MLIR"
+        ))]),
+    }
 }
 
 /// Runs `pipeline` on `program`, printing IR dumps to `log`; each step's result is verified
