@@ -32,3 +32,14 @@ func.func @too_much_shared_memory(%x: memref<256x128xf32>, %y: memref<256x128xf3
   }
   return
 }
+
+// -----
+
+// Vector code is the CPU's tiling and vectorization; the GPU maps linalg ops.
+// CHECK: error: in stage 'tessera-map-to-gpu': the module holds vector code ('vector.transfer_read'
+func.func @vectors(%m: memref<8xf32>) -> vector<8xf32> {
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : f32
+  %v = vector.transfer_read %m[%c0], %pad : memref<8xf32>, vector<8xf32>
+  return %v : vector<8xf32>
+}

@@ -84,11 +84,21 @@ impl Stage for LowerToLlvm {
     ) -> Result<Program<'c>, Vec<Diagnostic>> {
         let mut module = expect_mlir(program, self.name())?;
         let mut on_tensors = None;
+        let mut on_gpu = None;
         walk(&module, |op| {
             if on_tensors.is_none() && op.touches_tensors() {
                 on_tensors = Some(format!("'{}' at {}", op.name(), op.location()));
             }
+            if on_gpu.is_none() && op.name().starts_with("gpu.") {
+                on_gpu = Some(format!("'{}' at {}", op.name(), op.location()));
+            }
         });
+        if let Some(op) = on_gpu {
+            return Err(stage_error(
+                self.name(),
+                format!("the module is mapped to the GPU ({op}): its kernels lower with tessera-lower-to-nvvm"),
+            ));
+        }
         if let Some(op) = on_tensors {
             return Err(stage_error(
                 self.name(),

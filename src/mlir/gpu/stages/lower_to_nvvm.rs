@@ -23,7 +23,7 @@ pub struct LowerToNvvm;
 
 /// Kernels' structured ops to loops, views to pointer arithmetic, math to polynomials, loops
 /// to branches.
-const KERNEL_BODIES: &str = "gpu.module(convert-linalg-to-loops,expand-strided-metadata,lower-affine,math-polynomial-approximation,convert-scf-to-cf)";
+const KERNEL_BODIES: &str = "gpu.module(convert-linalg-to-loops,convert-vector-to-scf{full-unroll},expand-strided-metadata,lower-affine,math-polynomial-approximation,convert-scf-to-cf)";
 
 /// bf16 conversions as integer arithmetic, which every chip has (NVPTX converts bf16 in
 /// hardware only from sm_80 on).

@@ -184,6 +184,8 @@ impl Stage for MapToGpu {
             }
             if op.touches_tensors() {
                 problem = Some(format!("needs bufferized MLIR: run tessera-bufferize first ('{}' at {} works on tensors)", op.name(), op.location()));
+            } else if op.name().starts_with("vector.") {
+                problem = Some(format!("the module holds vector code ('{}' at {}): tessera-tile and tessera-vectorize shape work for the CPU; the GPU maps linalg ops, so leave them out of a GPU pipeline", op.name(), op.location()));
             } else if op.name().starts_with("gpu.") {
                 problem = Some(format!(
                     "the module is mapped to the GPU already ('{}' at {})",
