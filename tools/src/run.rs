@@ -161,7 +161,10 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
         inputs.len(),
         args.opt_level,
         match (&compiled, target) {
-            (_, Target::Cuda) => ", on the GPU".to_string(),
+            (Compiled::Gpu(executable), _) => match executable.describe() {
+                Ok((name, chip, driver)) => format!(", on {name} ({chip}, driver {driver})"),
+                Err(_) => ", on the GPU".to_string(),
+            },
             (Compiled::Cpu { jit, .. }, _) if jit.threads() > 1 => {
                 format!(", {} threads", jit.threads())
             }

@@ -1,5 +1,5 @@
 //! The CUDA driver, as the GPU runtime uses it: one context and stream on device 0, a module
-//! of PTX loaded once, device memory, copies, launches and event timing. The driver library
+//! of PTX loaded once, device memory, copies and launches. The driver library
 //! (`libcuda.so.1`) is loaded when the first device opens (cudarc's dynamic loading), so
 //! tessera builds and runs where there is none; [`driver_present`] says whether there is one
 //! before anything calls it (cudarc panics otherwise).
@@ -144,20 +144,6 @@ impl Device {
     /// Waits for everything queued on the stream; a kernel's fault surfaces here.
     pub fn synchronize(&self) -> Result<(), String> {
         self.stream.synchronize().map_err(|e| e.to_string())
-    }
-
-    /// Milliseconds the stream spends on `work` (between two events recorded around it).
-    pub fn time(&self, work: impl FnOnce() -> Result<(), String>) -> Result<f64, String> {
-        let start = self.context.new_event(None).map_err(|e| e.to_string())?;
-        let end = self.context.new_event(None).map_err(|e| e.to_string())?;
-        start.record(&self.stream).map_err(|e| e.to_string())?;
-        work()?;
-        end.record(&self.stream).map_err(|e| e.to_string())?;
-        end.synchronize().map_err(|e| e.to_string())?;
-        start
-            .elapsed_ms(&end)
-            .map(f64::from)
-            .map_err(|e| e.to_string())
     }
 }
 
