@@ -39,6 +39,9 @@ const THREAD_OP: &str = "tessera.gpu_thread_op";
 /// The most threads a block may have.
 const MAX_BLOCK_THREADS: i64 = 1024;
 
+/// The most threads a block may have along z.
+const MAX_BLOCK_Z: i64 = 64;
+
 /// What runs before the schedule: calls inlined (the host side of a GPU function launches
 /// kernels; it calls nothing), every piece of work a kernel.
 const FORM: &str = "inline,tessera-form-gpu-kernels";
@@ -77,9 +80,10 @@ impl Kernel {
 
     /// Re-tiles every op of the kernel along one loop only, when together they would need
     /// more threads than a block may have (one op spread along x and y, another along x and
-    /// z, each within bounds).
+    /// z, each within bounds), or more than 64 along z (tiles pinned by a user).
     fn fit(&mut self) {
-        if self.block_dims().iter().product::<i64>() <= MAX_BLOCK_THREADS {
+        let dims = self.block_dims();
+        if dims.iter().product::<i64>() <= MAX_BLOCK_THREADS && dims[2] <= MAX_BLOCK_Z {
             return;
         }
         for op in &mut self.threads {
