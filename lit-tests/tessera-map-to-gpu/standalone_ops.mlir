@@ -20,6 +20,10 @@
 // Tiles written on an op are kept: blocks of 4 x 64, a thread per element.
 // CHECK: gpu.func @pinned_kernel(
 // CHECK-SAME: known_block_size = array<i32: 64, 4, 1>, known_grid_size = array<i32: 8, 32, 1>
+// Pinned thread tiles that would put 128 threads along z (64 at most) are given up for
+// threads along the innermost loop only.
+// CHECK: gpu.func @pinned_deep_kernel(
+// CHECK-SAME: known_block_size = array<i32: 2, 1, 1>
 // CHECK-LABEL: func.func @sum(
 // CHECK: gpu.launch_func @tessera_kernels::@sum_kernel blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
 // CHECK-NOT: tessera.gpu
@@ -42,5 +46,9 @@ func.func @sum(%x: memref<64xf32>, %s: memref<f32>) {
 }
 func.func @pinned(%x: memref<128x512xf32>, %y: memref<128x512xf32>) {
   linalg.copy {tessera.gpu_block_tiles = array<i64: 4, 64>, tessera.gpu_thread_tiles = array<i64: 1, 1>} ins(%x : memref<128x512xf32>) outs(%y : memref<128x512xf32>)
+  return
+}
+func.func @pinned_deep(%x: memref<128x2x2xf32>, %y: memref<128x2x2xf32>) {
+  linalg.copy {tessera.gpu_block_tiles = array<i64: 128, 2, 2>, tessera.gpu_thread_tiles = array<i64: 1, 1, 1>} ins(%x : memref<128x2x2xf32>) outs(%y : memref<128x2x2xf32>)
   return
 }
