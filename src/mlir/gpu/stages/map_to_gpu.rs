@@ -140,24 +140,12 @@ fn list(sizes: &[i64]) -> String {
     items.join(", ")
 }
 
-/// Whether `op` is in a forall that is not a kernel's (a forall of one thread that
-/// `tessera-form-gpu-kernels` made), below its kernel.
-fn in_single_thread(op: &WalkedOp<'_>) -> bool {
+/// The innermost `scf.forall` around `op`: a kernel's block forall, or a forall of one thread
+/// that `tessera-form-gpu-kernels` made.
+fn enclosing_forall<'c>(op: &WalkedOp<'c>) -> Option<WalkedOp<'c>> {
     let mut parent = op.parent();
     while let Some(p) = parent {
         if p.name() == "scf.forall" {
-            return p.attribute(KERNEL).is_none();
-        }
-        parent = p.parent();
-    }
-    false
-}
-
-/// The kernel forall `op` is in, if any.
-fn kernel_of<'c>(op: &WalkedOp<'c>) -> Option<WalkedOp<'c>> {
-    let mut parent = op.parent();
-    while let Some(p) = parent {
-        if p.name() == "scf.forall" && p.attribute(KERNEL).is_some() {
             return Some(p);
         }
         parent = p.parent();
@@ -252,35 +240,42 @@ fn plan(
         let Some(loops) = buffer_loops(op) else {
             return;
         };
-        if !loops.0.iter().any(|&(_, reduction)| !reduction) || in_single_thread(op) {
+        if !loops.0.iter().any(|&(_, reduction)| !reduction) {
             return;
         }
         let top_level = op.parent().is_some_and(|p| p.name() == "func.func");
-        if top_level {
-            let blocks = pinned(op, BLOCK_TILES, &loops).unwrap_or_else(|| block_tiles(&loops));
-            let tile = tiled(&loops, &blocks);
-            let tiles = pinned(op, THREAD_TILES, &tile).unwrap_or_else(|| thread_tiles(&tile, 3));
-            op.set_attribute(BLOCK_OP, unit);
-            block_kernels.push(Kernel {
-                threads: vec![ThreadOp {
-                    handle: block_kernels.len(),
-                    loops: tile,
+        match enclosing_forall(op) {
+            None if top_level => {
+                let blocks = pinned(op, BLOCK_TILES, &loops).unwrap_or_else(|| block_tiles(&loops));
+                let tile = tiled(&loops, &blocks);
+                let tiles =
+                    pinned(op, THREAD_TILES, &tile).unwrap_or_else(|| thread_tiles(&tile, 3));
+                op.set_attribute(BLOCK_OP, unit);
+                block_kernels.push(Kernel {
+                    threads: vec![ThreadOp {
+                        handle: block_kernels.len(),
+                        loops: tile,
+                        tiles,
+                    }],
+                    blocks: Some(blocks),
+                });
+            }
+            Some(kernel) if kernel.attribute(KERNEL).is_some() => {
+                let Some(&k) = forall_index.get(&(kernel.raw().ptr as usize)) else {
+                    return;
+                };
+                let tiles =
+                    pinned(op, THREAD_TILES, &loops).unwrap_or_else(|| thread_tiles(&loops, 3));
+                op.set_attribute(THREAD_OP, unit);
+                forall_kernels[k].threads.push(ThreadOp {
+                    handle: thread_ops,
+                    loops,
                     tiles,
-                }],
-                blocks: Some(blocks),
-            });
-        } else if let Some(kernel) = kernel_of(op) {
-            let Some(&k) = forall_index.get(&(kernel.raw().ptr as usize)) else {
-                return;
-            };
-            let tiles = pinned(op, THREAD_TILES, &loops).unwrap_or_else(|| thread_tiles(&loops, 3));
-            op.set_attribute(THREAD_OP, unit);
-            forall_kernels[k].threads.push(ThreadOp {
-                handle: thread_ops,
-                loops,
-                tiles,
-            });
-            thread_ops += 1;
+                });
+                thread_ops += 1;
+            }
+            // In a forall of one thread: it runs as it is.
+            _ => {}
         }
     });
     if forall_kernels.is_empty() && block_kernels.is_empty() {
