@@ -4,7 +4,8 @@
 //! tessera builds and runs where there is none; [`driver_present`] says whether there is one
 //! before anything calls it (cudarc panics otherwise).
 
-use cudarc::driver::{result, sys, CudaContext, CudaModule, CudaStream};
+use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaStream};
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -30,9 +31,9 @@ pub struct DeviceBuffer {
     context: Arc<CudaContext>,
 }
 
-/// A loaded module of kernels.
+/// A loaded module of kernels, each looked up once.
 pub struct Kernels {
-    module: Arc<CudaModule>,
+    functions: HashMap<String, CudaFunction>,
 }
 
 impl Device {
@@ -63,13 +64,24 @@ impl Device {
         Ok((name, format!("sm_{major}{minor}"), driver))
     }
 
-    /// Loads `ptx` (once: its functions are then looked up by name).
-    pub fn load(&self, ptx: &str) -> Result<Kernels, String> {
+    /// Loads `ptx` and looks up its kernels `names`, once for every later launch.
+    pub fn load<'n>(
+        &self,
+        ptx: &str,
+        names: impl IntoIterator<Item = &'n str>,
+    ) -> Result<Kernels, String> {
         let module = self
             .context
             .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
             .map_err(|e| format!("the driver does not load the kernels' PTX: {e}"))?;
-        Ok(Kernels { module })
+        let mut functions = HashMap::new();
+        for name in names {
+            let function = module
+                .load_function(name)
+                .map_err(|e| format!("the PTX has no kernel '{name}': {e}"))?;
+            functions.insert(name.to_string(), function);
+        }
+        Ok(Kernels { functions })
     }
 
     /// `bytes` of device memory (at least one, so that every buffer has an address).
@@ -118,9 +130,9 @@ impl Device {
         parameters: &mut [Vec<u8>],
     ) -> Result<(), String> {
         let function = kernels
-            .module
-            .load_function(kernel)
-            .map_err(|e| format!("the PTX has no kernel '{kernel}': {e}"))?;
+            .functions
+            .get(kernel)
+            .ok_or_else(|| format!("the PTX has no kernel '{kernel}'"))?;
         let mut pointers: Vec<*mut c_void> = parameters
             .iter_mut()
             .map(|p| p.as_mut_ptr().cast::<c_void>())

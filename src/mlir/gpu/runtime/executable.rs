@@ -67,9 +67,13 @@ impl GpuExecutable {
     /// Opens the GPU and loads `plan`'s kernels, for functions with `signatures`.
     pub fn load(plan: LaunchPlan, signatures: Vec<Signature>) -> Result<GpuExecutable, GpuError> {
         let device = Device::open().map_err(GpuError::Device)?;
+        let names = plan
+            .functions
+            .iter()
+            .flat_map(|f| f.launches.iter().map(|l| l.kernel.as_str()));
         let kernels = match plan.ptx.is_empty() {
             true => None,
-            false => Some(device.load(&plan.ptx).map_err(GpuError::Device)?),
+            false => Some(device.load(&plan.ptx, names).map_err(GpuError::Device)?),
         };
         Ok(GpuExecutable {
             device,
@@ -85,36 +89,39 @@ impl GpuExecutable {
         self.device.describe().map_err(GpuError::Device)
     }
 
-    /// The buffers of function `name`, allocated (and its constants uploaded) at the first call.
-    fn buffers(&mut self, function: &FunctionPlan, types: &[TensorType]) -> Result<(), GpuError> {
-        if self.resident.contains_key(&function.name) {
-            return Ok(());
-        }
-        let mut buffers = Vec::with_capacity(function.buffers.len());
-        for buffer in &function.buffers {
-            let bytes = match buffer {
-                Buffer::Parameter(p) => {
-                    let ty = &types[*p];
-                    ty.num_elements().unwrap_or(0) as usize * element_bytes(ty.element)
+    /// The buffers of `function` (its parameters of `types`) on `device`, allocated and its
+    /// constants uploaded at its first call, kept in `resident` for every later one.
+    fn buffers<'r>(
+        device: &Device,
+        resident: &'r mut HashMap<String, Vec<DeviceBuffer>>,
+        function: &FunctionPlan,
+        types: &[TensorType],
+    ) -> Result<&'r [DeviceBuffer], GpuError> {
+        if !resident.contains_key(&function.name) {
+            let mut buffers = Vec::with_capacity(function.buffers.len());
+            for buffer in &function.buffers {
+                let bytes = match buffer {
+                    Buffer::Parameter(p) => {
+                        let ty = &types[*p];
+                        ty.num_elements().unwrap_or(0) as usize * element_bytes(ty.element)
+                    }
+                    Buffer::Temporary(bytes) => *bytes as usize,
+                    Buffer::Constant(data) => data.len(),
+                };
+                let allocated = device.allocate(bytes).map_err(GpuError::Device)?;
+                if let Buffer::Constant(data) = buffer {
+                    device.upload(&allocated, data).map_err(GpuError::Device)?;
                 }
-                Buffer::Temporary(bytes) => *bytes as usize,
-                Buffer::Constant(data) => data.len(),
-            };
-            let allocated = self.device.allocate(bytes).map_err(GpuError::Device)?;
-            if let Buffer::Constant(data) = buffer {
-                self.device
-                    .upload(&allocated, data)
-                    .map_err(GpuError::Device)?;
+                buffers.push(allocated);
             }
-            buffers.push(allocated);
+            resident.insert(function.name.clone(), buffers);
         }
-        self.resident.insert(function.name.clone(), buffers);
-        Ok(())
+        Ok(&resident[&function.name])
     }
 
     /// Calls function `name` on `inputs` and returns its results.
     pub fn call(&mut self, name: &str, inputs: &[Tensor]) -> Result<Vec<Tensor>, GpuError> {
-        let signature = Signature::find(&self.signatures, name)?.clone();
+        let signature = Signature::find(&self.signatures, name)?;
         let types: Vec<&TensorType> = inputs.iter().map(|t| &t.ty).collect();
         signature.check_inputs(&types)?;
         let function = self
@@ -122,11 +129,9 @@ impl GpuExecutable {
             .functions
             .iter()
             .find(|f| f.name == name)
-            .cloned()
             .ok_or_else(|| GpuError::Plan(name.to_string()))?;
-        let parameter_types = parameter_types(&function, &signature)?;
-        self.buffers(&function, &parameter_types)?;
-        let buffers = &self.resident[name];
+        let parameter_types = parameter_types(function, signature)?;
+        let buffers = Self::buffers(&self.device, &mut self.resident, function, &parameter_types)?;
         let parameter_buffer = |p: usize| {
             function
                 .views
@@ -146,7 +151,7 @@ impl GpuExecutable {
                 .kernels
                 .as_ref()
                 .ok_or_else(|| GpuError::Plan(name.to_string()))?;
-            let mut parameters = launch.parameters(&function, &addresses);
+            let mut parameters = launch.parameters(function, &addresses);
             self.device
                 .launch(
                     kernels,
