@@ -28,7 +28,7 @@ use tessera::mlir::cpu::runtime::jit::PartKind;
 use tessera::mlir::cpu::runtime::memref::HostBuffer;
 use tessera::mlir::gpu::runtime::executable::GpuExecutable;
 use tessera::mlir::pipeline::runner::StepTime;
-use tessera::mlir::pipeline::{Pipeline, Target};
+use tessera::mlir::pipeline::Pipeline;
 use tessera::mlir::MlirContext;
 
 /// Command-line options of `tessera-run`.
@@ -99,6 +99,13 @@ pub struct RunArgs {
 
 /// Runs `tessera-run`, printing results to `out` and errors to `err`.
 pub fn run(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> ExitCode {
+    if args.target == TargetArg::Cuda && args.threads > 1 {
+        let _ = writeln!(
+            err,
+            "tessera-run: error: --threads does not apply to --target=cuda"
+        );
+        return ExitCode::from(2);
+    }
     match run_inner(args, out) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
@@ -137,9 +144,6 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
         context.set_verify_each(true);
     }
     let target = args.target.target();
-    if target == Target::Cuda && args.threads > 1 {
-        return Err("tessera-run: error: --threads does not apply to --target=cuda".into());
-    }
     let pipeline = Pipeline::preset_for(target, args.opt_level, !args.no_fusion, None)
         .with_threads(args.threads as usize);
     let (mut compiled, steps) = Compiled::new(&context, &module, &file, &pipeline, &inputs)?;
