@@ -35,6 +35,27 @@ const VIEWS: &[&str] = &[
     "tensor.bitcast",
 ];
 
+/// The bytes of one element of `value` (`None` when it is no shaped value of integers or
+/// floats).
+fn element_bytes(value: mlir_sys::MlirValue) -> Option<i64> {
+    // SAFETY: `value` is a live value of a live operation; its type is only read.
+    unsafe {
+        let ty = mlir_sys::mlirValueGetType(value);
+        if !mlir_sys::mlirTypeIsAShaped(ty) {
+            return None;
+        }
+        let element = mlir_sys::mlirShapedTypeGetElementType(ty);
+        let bits = if mlir_sys::mlirTypeIsAInteger(element) {
+            mlir_sys::mlirIntegerTypeGetWidth(element)
+        } else if mlir_sys::mlirTypeIsAFloat(element) {
+            mlir_sys::mlirFloatTypeGetWidth(element)
+        } else {
+            return None;
+        };
+        Some((i64::from(bits) + 7) / 8)
+    }
+}
+
 /// An operation met during a walk. Only attributes change through it, so the walk's order
 /// stays valid.
 pub struct WalkedOp<'c> {
@@ -107,6 +128,26 @@ impl<'c> WalkedOp<'c> {
                 .collect();
             (operands, results)
         }
+    }
+
+    /// The bytes of one element of operand `index` (`None` when it is no shaped value of
+    /// integers or floats).
+    pub fn operand_element_bytes(&self, index: usize) -> Option<i64> {
+        if index >= self.operand_count() {
+            return None;
+        }
+        // SAFETY: as in `name`; `index` is below the operand count.
+        element_bytes(unsafe { mlir_sys::mlirOperationGetOperand(self.raw, index as isize) })
+    }
+
+    /// The bytes of one element of result `index` (`None` when it is no shaped value of
+    /// integers or floats).
+    pub fn result_element_bytes(&self, index: usize) -> Option<i64> {
+        if index >= self.result_count() {
+            return None;
+        }
+        // SAFETY: as in `name`; `index` is below the result count.
+        element_bytes(unsafe { mlir_sys::mlirOperationGetResult(self.raw, index as isize) })
     }
 
     /// The loops of a linalg op, as its `LinalgOp` interface sees them: each one's static

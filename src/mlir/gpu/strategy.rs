@@ -9,9 +9,11 @@
 //! The choice: a block is [`BLOCK_THREADS`] threads, one element of the block tile each (a
 //! row of up to 256 along the innermost loop, then rows of the next loops); inside a fusion
 //! group, whose tiles fusion chose, each op spreads its tile over as many threads, each thread
-//! taking an equal share. Reductions run in sequence in each thread, and contractions read
-//! global memory directly: correct everywhere, the base that block-wide reductions and
-//! shared-memory tiles improve on. The stage reads the sizes from `tessera.gpu_block_tiles` and
+//! taking an equal share. Matrix products ([`CONTRACTIONS`]) are staged instead: a block tile
+//! of up to 64 x 64 outputs, its reduction walked in steps of up to 32 whose slices of both
+//! operands the whole block copies into shared memory (coalesced: consecutive threads take
+//! consecutive elements), and a register tile of up to 4 x 4 outputs per thread read from
+//! there ([`staging`]). The stage reads the sizes from `tessera.gpu_block_tiles` and
 //! `tessera.gpu_thread_tiles` attributes, which the strategy writes where none is written: a
 //! test or a user can pin them.
 
@@ -30,6 +32,42 @@ pub const BLOCK_THREADS: i64 = 256;
 
 /// The most blocks along the grid's y and z (x takes up to 2^31 - 1).
 const GRID_YZ: i64 = 65_535;
+
+/// The named matrix products whose operands are staged through shared memory: their loops are
+/// (batch,) rows, columns, reduction, and their operands' tiles are contiguous rows.
+pub const CONTRACTIONS: [&str; 2] = ["linalg.matmul", "linalg.batch_matmul"];
+
+/// The named ops whose multiply-adds become fused multiply-adds on the GPU (`fastmath
+/// <contract>` on their body's `mulf` and `addf`): one rounding per step instead of two, as
+/// the CPU's vector FMAs do, at twice the throughput (NVPTX keeps an uncontracted `mul.rn`
+/// and `add.rn` apart).
+pub const MULTIPLY_ADDS: [&str; 3] = [
+    "linalg.matmul",
+    "linalg.batch_matmul",
+    "linalg.conv_2d_nhwc_hwcf",
+];
+
+/// The largest block tile of a staged contraction along rows and columns: 64 x 64 outputs
+/// over 256 threads is a 4 x 4 register tile each, and on a 1024-square product still 256
+/// blocks, about two per multiprocessor of the largest chips.
+const CONTRACTION_BLOCK: i64 = 64;
+
+/// The longest step along a staged contraction's reduction: two 64 x 32 fp32 slices are
+/// 16 KiB of shared memory, a third of what a block has, so that several blocks share a
+/// multiprocessor; each step reads its slices once from global memory for 64 x 64 x 32 FMAs.
+const REDUCTION_STEP: i64 = 32;
+
+/// The most accumulators a thread keeps for its register tile (registers, not spills).
+const REGISTER_OUTPUTS: i64 = 16;
+
+/// The static shared memory every chip gives a block (`tessera-promote-block-buffers`
+/// enforces it).
+pub const SHARED_BYTES: i64 = 48 * 1024;
+
+/// `bytes` rounded up to the 16 that `tessera-promote-block-buffers` aligns each buffer to.
+pub fn aligned(bytes: i64) -> i64 {
+    (bytes + 15) / 16 * 16
+}
 
 /// The grid has three dimensions, and so has a block.
 const DIMENSIONS: usize = 3;
@@ -115,6 +153,106 @@ pub fn threads(loops: &Loops, sizes: &[i64]) -> Vec<i64> {
         .collect()
 }
 
+/// The block tiles of a staged contraction that stands alone: one matrix of the batch, up to
+/// [`CONTRACTION_BLOCK`] rows and columns, the reduction whole (its steps are [`staging`]'s).
+pub fn contraction_block_tiles(loops: &Loops) -> Vec<i64> {
+    let n = loops.0.len();
+    let mut sizes = vec![1; n];
+    sizes[n - 1] = 0;
+    for d in [n - 3, n - 2] {
+        sizes[d] = divisor_at_most(loops.0[d].0, CONTRACTION_BLOCK);
+    }
+    sizes
+}
+
+/// How a contraction's block tile is staged through shared memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Staging {
+    /// The step along the reduction (the tile of the last loop).
+    pub reduction_step: i64,
+    /// Each thread's register tile: one size per loop, the reduction 0.
+    pub registers: Vec<i64>,
+    /// The loops of the slice of the left operand one step copies: (batch,) rows, step.
+    pub left: Loops,
+    /// The loops of the slice of the right operand one step copies: (batch,) step, columns.
+    pub right: Loops,
+}
+
+impl Staging {
+    /// The shared memory its two slices take, with `bytes` per element.
+    pub fn shared_bytes(&self, bytes: i64) -> i64 {
+        let elements = |loops: &Loops| loops.0.iter().map(|&(e, _)| e).product::<i64>();
+        aligned(elements(&self.left) * bytes) + aligned(elements(&self.right) * bytes)
+    }
+}
+
+/// The staging of a contraction (loops (batch,) rows, columns, reduction) whose block tile is
+/// `tile`, with operands of `bytes` per element, in a block whose other buffers take
+/// `shared_used` bytes of shared memory. `None` when it does not pay or fit: a batch of more
+/// than one matrix per block, fewer than 64 outputs or 8 reduction steps (the copies would
+/// cost more than they save), or no step of at least 4 that fits the shared memory left.
+pub fn staging(tile: &Loops, bytes: i64, shared_used: i64) -> Option<Staging> {
+    let n = tile.0.len();
+    if !(3..=4).contains(&n) || tile.0[..n - 3].iter().any(|&(e, _)| e != 1) {
+        return None;
+    }
+    let (rows, columns, depth) = (tile.0[n - 3].0, tile.0[n - 2].0, tile.0[n - 1].0);
+    if rows * columns < 64 || depth < 8 {
+        return None;
+    }
+    let mut step = divisor_at_most(depth, REDUCTION_STEP);
+    // Each slice is laid out at a multiple of 16 bytes.
+    while aligned(rows * step * bytes) + aligned(step * columns * bytes) + shared_used
+        > SHARED_BYTES
+    {
+        step = divisor_at_most(depth, step / 2);
+        if step < 4 {
+            return None;
+        }
+    }
+    let (tile_rows, tile_columns) = register_tile(rows, columns);
+    let mut registers = vec![0; n];
+    registers[n - 3] = tile_rows;
+    registers[n - 2] = tile_columns;
+    let batch: Vec<(i64, bool)> = tile.0[..n - 3].to_vec();
+    let slice = |a: i64, b: i64| {
+        let mut loops = batch.clone();
+        loops.extend([(a, false), (b, false)]);
+        Loops(loops)
+    };
+    Some(Staging {
+        reduction_step: step,
+        registers,
+        left: slice(rows, step),
+        right: slice(step, columns),
+    })
+}
+
+/// Each thread's register tile of a `rows` x `columns` block tile: divisors of both of at
+/// most [`REGISTER_OUTPUTS`] outputs that use as many of the block's threads as there are
+/// (no more), then the squarest (a t x t tile reads 2t operands from shared memory for t^2
+/// FMAs); when even the largest leaves more than a block's threads, the largest.
+fn register_tile(rows: i64, columns: i64) -> (i64, i64) {
+    let divisors = |e: i64| (1..=e.min(REGISTER_OUTPUTS)).filter(move |d| e % d == 0);
+    divisors(rows)
+        .flat_map(|r| divisors(columns).map(move |c| (r, c)))
+        .filter(|&(r, c)| r * c <= REGISTER_OUTPUTS)
+        .max_by_key(|&(r, c)| {
+            let threads = (rows / r) * (columns / c);
+            let fits = threads <= BLOCK_THREADS;
+            // Fitting first; then the most threads when fitting, the fewest otherwise; then
+            // the squarest.
+            (fits, if fits { threads } else { -threads }, -(r + c))
+        })
+        .unwrap_or((1, 1))
+}
+
+/// The share of `loops` each of up to `budget` threads copies, spread along up to three of
+/// its innermost loops (consecutive threads on consecutive elements).
+pub fn copy_tiles(loops: &Loops, budget: i64) -> Vec<i64> {
+    tiles(loops, budget, false, DIMENSIONS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,6 +285,56 @@ mod tests {
         let sizes = block_tiles(&loops(&[(1 << 20, false), (256, false)]));
         assert_eq!(sizes, [32, 256]);
         assert!((1 << 20) / sizes[0] <= GRID_YZ);
+    }
+
+    #[test]
+    fn contractions_stage_64_square_tiles_in_steps_of_32() {
+        let product = loops(&[(1024, false), (1024, false), (1024, true)]);
+        let blocks = contraction_block_tiles(&product);
+        assert_eq!(blocks, [64, 64, 0]);
+        let tile = loops(&[(64, false), (64, false), (1024, true)]);
+        let staged = staging(&tile, 4, 0).unwrap();
+        assert_eq!(staged.reduction_step, 32);
+        assert_eq!(staged.registers, [4, 4, 0]);
+        assert_eq!(threads(&tile, &staged.registers), [16, 16]);
+        assert_eq!(staged.left, loops(&[(64, false), (32, false)]));
+        assert_eq!(staged.right, loops(&[(32, false), (64, false)]));
+        // Each of 256 threads copies 8 elements of a slice, consecutive threads along a row.
+        assert_eq!(copy_tiles(&staged.left, 256), [8, 1]);
+        assert_eq!(copy_tiles(&staged.right, 256), [8, 1]);
+        // A batched product: one matrix per block.
+        let batched = loops(&[(8, false), (512, false), (64, false), (64, true)]);
+        assert_eq!(contraction_block_tiles(&batched), [1, 64, 64, 0]);
+    }
+
+    #[test]
+    fn staging_fits_the_shared_memory_left_or_gives_up() {
+        let tile = loops(&[(64, false), (64, false), (512, true)]);
+        // 40 KiB used by other buffers of the kernel: 8 KiB left, a step of 16 (two slices
+        // of 64 x 16 x 4 bytes).
+        let staged = staging(&tile, 4, 40 * 1024).unwrap();
+        assert_eq!(staged.reduction_step, 16);
+        assert!(staging(&tile, 4, 47 * 1024).is_none());
+        // Too small to pay: 4 x 4 outputs, or a reduction of 4.
+        assert!(staging(&loops(&[(4, false), (4, false), (512, true)]), 4, 0).is_none());
+        assert!(staging(&loops(&[(64, false), (64, false), (4, true)]), 4, 0).is_none());
+        // Two matrices of a batch in one block tile: not staged.
+        assert!(staging(
+            &loops(&[(2, false), (64, false), (64, false), (64, true)]),
+            4,
+            0
+        )
+        .is_none());
+    }
+
+    #[test]
+    fn register_tiles_fill_the_block_squarest_first() {
+        assert_eq!(register_tile(64, 64), (4, 4));
+        assert_eq!(register_tile(16, 64), (2, 2));
+        // 10 columns (the seed MLP's output): 2 x 2, 160 threads.
+        assert_eq!(register_tile(64, 10), (2, 2));
+        // More outputs than 256 threads x 16 registers: the largest tile.
+        assert_eq!(register_tile(128, 128), (4, 4));
     }
 
     #[test]

@@ -62,13 +62,18 @@ struct PromoteBlockBuffers
         auto shared = mlir::MemRefType::get(type.getShape(), type.getElementType(),
                                             type.getLayout(), workgroup);
         mlir::BlockArgument buffer = launch.addWorkgroupAttribution(shared, alloc.getLoc());
-        mlir::OpBuilder builder(alloc);
-        auto generic =
-            builder.create<mlir::memref::MemorySpaceCastOp>(alloc.getLoc(), type, buffer);
+        // A buffer staged for shared memory on purpose (a contraction's operand slices) is
+        // used as it is; others are cast to the generic address space their users expect.
+        mlir::Value replacement = buffer;
+        if (type.getMemorySpace() != workgroup) {
+          mlir::OpBuilder builder(alloc);
+          replacement =
+              builder.create<mlir::memref::MemorySpaceCastOp>(alloc.getLoc(), type, buffer);
+        }
         for (mlir::Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
           if (mlir::isa<mlir::memref::DeallocOp>(user))
             user->erase();
-        alloc.replaceAllUsesWith(generic.getResult());
+        alloc.replaceAllUsesWith(replacement);
         alloc.erase();
       }
       return mlir::WalkResult::advance();

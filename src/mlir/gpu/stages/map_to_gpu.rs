@@ -11,7 +11,10 @@
 
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::{walk, WalkedOp};
-use crate::mlir::gpu::strategy::{block_tiles, thread_tiles, threads, BLOCK_TILES, THREAD_TILES};
+use crate::mlir::gpu::strategy::{
+    aligned, block_tiles, contraction_block_tiles, copy_tiles, staging, thread_tiles, threads,
+    Staging, BLOCK_TILES, CONTRACTIONS, MULTIPLY_ADDS, THREAD_TILES,
+};
 use crate::mlir::pipeline::loop_nest::{buffer_loops, Loops};
 use crate::mlir::pipeline::schedule::{
     apply_schedule, match_each, Author, SCHEDULE_HEAD, SCHEDULE_TAIL,
@@ -51,11 +54,40 @@ const OUTLINE: &str =
     "tessera-promote-block-buffers,gpu-kernel-outlining,tessera-merge-gpu-modules,cse";
 
 /// An op whose tile goes to threads: its handle's index among the marked ones, its loops
-/// (inside the block) and its thread tiles.
+/// (inside the block), its thread tiles and, for a contraction, how its operands are staged
+/// through shared memory.
 struct ThreadOp {
     handle: usize,
     loops: Loops,
     tiles: Vec<i64>,
+    staging: Option<Staging>,
+}
+
+impl ThreadOp {
+    /// A thread op for `op` over `loops` (its tile in the block): a contraction is staged
+    /// when [`staging`] finds it pays and fits beside the `shared_used` bytes the block's
+    /// other buffers take (which grow by its slices); thread tiles pinned on `op` win over
+    /// the strategy's.
+    fn new(op: &WalkedOp<'_>, handle: usize, loops: Loops, shared_used: &mut i64) -> Self {
+        let bytes = op.operand_element_bytes(0).unwrap_or(8);
+        let staged = CONTRACTIONS
+            .contains(&op.name().as_str())
+            .then(|| staging(&loops, bytes, *shared_used))
+            .flatten();
+        if let Some(staged) = &staged {
+            *shared_used += staged.shared_bytes(bytes);
+        }
+        let tiles = pinned(op, THREAD_TILES, &loops).unwrap_or_else(|| match &staged {
+            Some(staged) => staged.registers.clone(),
+            None => thread_tiles(&loops, 3),
+        });
+        ThreadOp {
+            handle,
+            loops,
+            tiles,
+            staging: staged,
+        }
+    }
 }
 
 /// One kernel of the schedule: its block tiles when it is an op that stands alone, and the
@@ -225,38 +257,52 @@ fn plan(
 ) -> Result<Option<String>, Vec<Diagnostic>> {
     let ctx = env.context.context();
     let unit = Attribute::unit(ctx);
+    let contract = Attribute::parse(ctx, "#arith.fastmath<contract>").ok_or_else(|| {
+        stage_error(
+            "tessera-map-to-gpu",
+            "cannot build #arith.fastmath<contract>",
+        )
+    })?;
     // Kernels in the order the schedule's handles come: the forall kernels first (walk
     // order), then the standalone ops (walk order).
     let mut forall_kernels: Vec<Kernel> = Vec::new();
     let mut forall_index: HashMap<usize, usize> = HashMap::new();
     let mut block_kernels: Vec<Kernel> = Vec::new();
     let mut thread_ops = 0usize;
+    let mut shared_used: Vec<i64> = Vec::new();
     walk(module, |op| {
         if op.name() == "scf.forall" && op.attribute(KERNEL).is_some() {
             forall_index.insert(op.raw().ptr as usize, forall_kernels.len());
             forall_kernels.push(Kernel::default());
+            shared_used.push(buffer_bytes(op));
             return;
         }
         let Some(loops) = buffer_loops(op) else {
             return;
         };
+        if MULTIPLY_ADDS.contains(&op.name().as_str()) {
+            for step in op.nested_ops() {
+                if matches!(step.name().as_str(), "arith.mulf" | "arith.addf") {
+                    step.set_attribute("fastmath", contract);
+                }
+            }
+        }
         if !loops.0.iter().any(|&(_, reduction)| !reduction) {
             return;
         }
         let top_level = op.parent().is_some_and(|p| p.name() == "func.func");
         match enclosing_forall(op) {
             None if top_level => {
-                let blocks = pinned(op, BLOCK_TILES, &loops).unwrap_or_else(|| block_tiles(&loops));
+                let contraction = CONTRACTIONS.contains(&op.name().as_str());
+                let blocks = pinned(op, BLOCK_TILES, &loops).unwrap_or_else(|| match contraction {
+                    true => contraction_block_tiles(&loops),
+                    false => block_tiles(&loops),
+                });
                 let tile = tiled(&loops, &blocks);
-                let tiles =
-                    pinned(op, THREAD_TILES, &tile).unwrap_or_else(|| thread_tiles(&tile, 3));
                 op.set_attribute(BLOCK_OP, unit);
+                let thread_op = ThreadOp::new(op, block_kernels.len(), tile, &mut 0);
                 block_kernels.push(Kernel {
-                    threads: vec![ThreadOp {
-                        handle: block_kernels.len(),
-                        loops: tile,
-                        tiles,
-                    }],
+                    threads: vec![thread_op],
                     blocks: Some(blocks),
                 });
             }
@@ -264,14 +310,9 @@ fn plan(
                 let Some(&k) = forall_index.get(&(kernel.raw().ptr as usize)) else {
                     return;
                 };
-                let tiles =
-                    pinned(op, THREAD_TILES, &loops).unwrap_or_else(|| thread_tiles(&loops, 3));
                 op.set_attribute(THREAD_OP, unit);
-                forall_kernels[k].threads.push(ThreadOp {
-                    handle: thread_ops,
-                    loops,
-                    tiles,
-                });
+                let thread_op = ThreadOp::new(op, thread_ops, loops, &mut shared_used[k]);
+                forall_kernels[k].threads.push(thread_op);
                 thread_ops += 1;
             }
             // In a forall of one thread: it runs as it is.
@@ -294,13 +335,15 @@ fn plan(
     }
     for (k, kernel) in forall_kernels.iter_mut().enumerate() {
         kernel.fit();
+        let budget = kernel.block_dims().iter().product();
         for op in &kernel.threads {
             let t = op.handle;
-            let _ = writeln!(
-                schedule,
-                "    %tt{t}, %tf{t} = transform.structured.tile_using_forall %t{t} tile_sizes [{}] (mapping = [{}]) : ({any}) -> ({any}, {any})",
-                list(&op.tiles),
-                mapping(&op.tiles, "thread")
+            distribute(
+                &mut schedule,
+                &format!("%t{t}"),
+                &format!("t{t}"),
+                op,
+                budget,
             );
         }
         launch(
@@ -315,18 +358,19 @@ fn plan(
         let (Some(blocks), Some(op)) = (&kernel.blocks, kernel.threads.first()) else {
             continue;
         };
-        let tiles = &op.tiles;
         let _ = writeln!(
             schedule,
             "    %bt{b}, %bf{b} = transform.structured.tile_using_forall %b{b} tile_sizes [{}] (mapping = [{}]) : ({any}) -> ({any}, {any})",
             list(blocks),
             mapping(blocks, "block")
         );
-        let _ = writeln!(
-            schedule,
-            "    %btt{b}, %btf{b} = transform.structured.tile_using_forall %bt{b} tile_sizes [{}] (mapping = [{}]) : ({any}) -> ({any}, {any})",
-            list(tiles),
-            mapping(tiles, "thread")
+        let budget = kernel.block_dims().iter().product();
+        distribute(
+            &mut schedule,
+            &format!("%bt{b}"),
+            &format!("b{b}"),
+            op,
+            budget,
         );
         launch(
             &mut schedule,
@@ -337,6 +381,77 @@ fn plan(
     }
     schedule.push_str(SCHEDULE_TAIL);
     Ok(Some(schedule))
+}
+
+/// Schedule lines that spread `op` (handle `handle`, names suffixed `name`) over the threads
+/// of a block of `budget` threads: its tile by its thread tiles; for a staged contraction,
+/// first its reduction in steps, each step's operand slices promoted to shared memory
+/// (`memref.alloc`s in `#gpu.address_space<workgroup>`, which `tessera-promote-block-buffers`
+/// makes the block's) and their copies spread over every thread of the block, consecutive
+/// threads on consecutive elements (`#gpu.thread<linear_dim_*>`); the barriers between
+/// copies and products come with the mapping to threads.
+fn distribute(schedule: &mut String, handle: &str, name: &str, op: &ThreadOp, budget: i64) {
+    let any = "!transform.any_op";
+    let mut product = handle.to_string();
+    if let Some(staged) = &op.staging {
+        let mut steps = vec![0; op.loops.0.len()];
+        if let Some(last) = steps.last_mut() {
+            *last = staged.reduction_step;
+        }
+        let left = copy_tiles(&staged.left, budget);
+        let right = copy_tiles(&staged.right, budget);
+        let _ = writeln!(
+            schedule,
+            "    %sk_{name}, %sl_{name} = transform.structured.tile_using_for {handle} tile_sizes [{}] : ({any}) -> ({any}, {any})
+    %sp_{name} = transform.structured.promote %sk_{name} {{operands_to_promote = [0, 1], memory_space = #gpu.address_space<workgroup>}} : ({any}) -> {any}
+    %sc_{name} = transform.structured.match ops{{[\"linalg.copy\"]}} in %sl_{name} : ({any}) -> {any}
+    %sa_{name}, %sb_{name} = transform.split_handle %sc_{name} : ({any}) -> ({any}, {any})
+    %sat_{name}, %saf_{name} = transform.structured.tile_using_forall %sa_{name} tile_sizes [{}] (mapping = [{}]) : ({any}) -> ({any}, {any})
+    %sbt_{name}, %sbf_{name} = transform.structured.tile_using_forall %sb_{name} tile_sizes [{}] (mapping = [{}]) : ({any}) -> ({any}, {any})",
+            list(&steps),
+            list(&left),
+            linear_mapping(&left),
+            list(&right),
+            linear_mapping(&right),
+        );
+        product = format!("%sp_{name}");
+    }
+    let _ = writeln!(
+        schedule,
+        "    %tt_{name}, %tf_{name} = transform.structured.tile_using_forall {product} tile_sizes [{}] (mapping = [{}]) : ({any}) -> ({any}, {any})",
+        list(&op.tiles),
+        mapping(&op.tiles, "thread")
+    );
+}
+
+/// The linear thread mapping of the tiled loops of `tiles`, innermost on `linear_dim_0`.
+fn linear_mapping(tiles: &[i64]) -> String {
+    let count = tiles.iter().filter(|&&t| t > 0).count();
+    let dims: Vec<String> = (0..count)
+        .rev()
+        .map(|i| format!("#gpu.thread<linear_dim_{i}>"))
+        .collect();
+    dims.join(", ")
+}
+
+/// The bytes of the buffers allocated inside `kernel`, each rounded up to 16 as
+/// `tessera-promote-block-buffers` lays them out.
+fn buffer_bytes(kernel: &WalkedOp<'_>) -> i64 {
+    kernel
+        .nested_ops()
+        .iter()
+        .filter(|op| op.name() == "memref.alloc")
+        .map(|alloc| {
+            let elements: i64 = alloc
+                .shapes()
+                .1
+                .first()
+                .cloned()
+                .flatten()
+                .map_or(0, |s| s.iter().product());
+            aligned(elements * alloc.result_element_bytes(0).unwrap_or(8))
+        })
+        .sum()
 }
 
 /// Schedule lines that make the block forall `forall` a `gpu.launch` and map its thread
