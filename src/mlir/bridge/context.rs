@@ -34,6 +34,8 @@ extern "C" {
     fn tesseraRegisterPromoteBlockBuffersPass();
     /// Registers `tessera-merge-gpu-modules` (src/mlir/gpu/cxx/kernel_module.cpp).
     fn tesseraRegisterMergeGpuModulesPass();
+    /// Registers `tessera-gpu-warp-reductions` (src/mlir/gpu/cxx/warp_reductions.cpp).
+    fn tesseraRegisterWarpReductionsPass();
 }
 
 /// A diagnostic MLIR emitted, with its location as MLIR prints it.
@@ -79,6 +81,7 @@ impl MlirContext {
                 tesseraRegisterFormGpuKernelsPass();
                 tesseraRegisterPromoteBlockBuffersPass();
                 tesseraRegisterMergeGpuModulesPass();
+                tesseraRegisterWarpReductionsPass();
             }
         });
         let context = Context::new();

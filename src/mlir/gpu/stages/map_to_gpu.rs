@@ -22,7 +22,7 @@ use crate::mlir::pipeline::schedule::{
 use crate::mlir::pipeline::stages::{
     expect_mlir, run_upstream, stage_error, Program, Stage, StageEnv, StageOptions, CANONICALIZE,
 };
-use melior::ir::attribute::DenseI64ArrayAttribute;
+use melior::ir::attribute::{DenseI64ArrayAttribute, IntegerAttribute};
 use melior::ir::Attribute;
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -46,8 +46,13 @@ const MAX_BLOCK_THREADS: i64 = 1024;
 const MAX_BLOCK_Z: i64 = 64;
 
 /// What runs before the schedule: calls inlined (the host side of a GPU function launches
-/// kernels; it calls nothing), every piece of work a kernel.
-const FORM: &str = "inline,tessera-form-gpu-kernels";
+/// kernels; it calls nothing), every piece of work a kernel, row reductions in kernels a warp
+/// per row (src/mlir/gpu/cxx/warp_reductions.cpp).
+const FORM: &str = "inline,tessera-form-gpu-kernels,tessera-gpu-warp-reductions";
+
+/// The mark `tessera-gpu-warp-reductions` puts on the forall of a warp reduction: its
+/// threads, which the block must have.
+const WARP_THREADS: &str = "tessera.gpu_warp_threads";
 
 /// What runs after it: block buffers into shared memory, kernels outlined into one module.
 const OUTLINE: &str =
@@ -90,22 +95,28 @@ impl ThreadOp {
     }
 }
 
-/// One kernel of the schedule: its block tiles when it is an op that stands alone, and the
-/// ops whose tiles go to its threads.
+/// One kernel of the schedule: its block tiles when it is an op that stands alone, the ops
+/// whose tiles go to its threads, and the most threads a warp reduction in it takes.
 #[derive(Default)]
 struct Kernel {
     blocks: Option<Vec<i64>>,
     threads: Vec<ThreadOp>,
+    warp_threads: i64,
 }
 
 impl Kernel {
-    /// The block's threads along x, y and z: for each, the most any op distributes.
+    /// The block's threads along x, y and z: for each, the most any op distributes; more
+    /// along x when a warp reduction needs more threads than that.
     fn block_dims(&self) -> [i64; 3] {
         let mut dims = [1i64; 3];
         for op in &self.threads {
             for (dim, count) in dims.iter_mut().zip(threads(&op.loops, &op.tiles)) {
                 *dim = (*dim).max(count);
             }
+        }
+        let others: i64 = dims[1] * dims[2];
+        if dims[0] * others < self.warp_threads {
+            dims[0] = (self.warp_threads + others - 1) / others;
         }
         dims
     }
@@ -234,7 +245,14 @@ impl Stage for MapToGpu {
             )?;
         }
         walk(&module, |op| {
-            for marker in [KERNEL, BLOCK_OP, THREAD_OP, BLOCK_TILES, THREAD_TILES] {
+            for marker in [
+                KERNEL,
+                BLOCK_OP,
+                THREAD_OP,
+                BLOCK_TILES,
+                THREAD_TILES,
+                WARP_THREADS,
+            ] {
                 op.remove_attribute(marker);
             }
         });
@@ -277,6 +295,17 @@ fn plan(
             shared_used.push(buffer_bytes(op));
             return;
         }
+        if let Some(count) = op
+            .attribute(WARP_THREADS)
+            .and_then(|a| IntegerAttribute::try_from(a).ok())
+        {
+            let kernel = enclosing_forall(op)
+                .and_then(|k| forall_index.get(&(k.raw().ptr as usize)).copied());
+            if let Some(k) = kernel {
+                forall_kernels[k].warp_threads = forall_kernels[k].warp_threads.max(count.value());
+            }
+            return;
+        }
         let Some(loops) = buffer_loops(op) else {
             return;
         };
@@ -304,6 +333,7 @@ fn plan(
                 block_kernels.push(Kernel {
                     threads: vec![thread_op],
                     blocks: Some(blocks),
+                    warp_threads: 0,
                 });
             }
             Some(kernel) if kernel.attribute(KERNEL).is_some() => {
