@@ -6,12 +6,14 @@
 
 pub mod chart;
 pub mod compile_scaling;
+pub mod gpu;
 pub mod limits;
 pub mod measure;
 mod progress;
 pub mod report;
 pub mod workloads;
 
+use crate::opt::TargetArg;
 use crate::registry;
 use clap::Parser;
 use limits::Limits;
@@ -36,7 +38,7 @@ use tessera::mlir::pipeline::Pipeline;
 use tessera::mlir::MlirContext;
 use tessera::source::SourceFile;
 use tessera::transforms::decompose::decompose;
-use workloads::{Bound, Workload, BUILTIN_IDS};
+use workloads::{Bound, Workload, BUILTIN_IDS, EXTRA_IDS};
 
 /// Command-line options of `tessera-bench`.
 #[derive(Parser, Debug)]
@@ -48,8 +50,8 @@ use workloads::{Bound, Workload, BUILTIN_IDS};
 Without MODEL, the built-in suite runs (fp32, weights as function arguments, random inputs
 from a fixed seed): w1_b1 w1_b64 w1_b4096 (the seed MLP at batch 1, 64, 4096), w2
 (MLP-large), w3 (matmul 1024^3), w4 (layer_norm -> gelu -> + x on 4096x1024), w5
-(attention, 512x64), w6 (a small conv net, batch 32). Without -O or --no-fusion, every mode
-runs. The workload `compile` (not in the default suite) compiles generated chains of 50, 100,
+(attention, 512x64), w6 (a small conv net, batch 32); w3_4096 (matmul 4096^3) runs only
+when named. Without -O or --no-fusion, every mode runs. The workload `compile` (not in the default suite) compiles generated chains of 50, 100,
 200, 400 and 800 ops (dense + tanh) at -O0 and -O3 (or the modes named) and reports each
 stage's milliseconds per op: flat columns mean stages linear in the model's size. The machine's limits (FMA peak of one core, copy bandwidth) are measured first; each
 result is also given as a fraction of the limit that binds it (roofline: whichever of its
@@ -61,7 +63,12 @@ Examples:
   tessera-bench --workload w3,w4 --json out.json --chart out.svg
   tessera-bench model.tsr --entry f -O0 -O3 --no-fusion
   tessera-bench --workload w2,w3 -O3 --threads 1,2
-  tessera-bench --workload compile      compile time per op and stage, chains of 50..800 ops"
+  tessera-bench --workload compile      compile time per op and stage, chains of 50..800 ops
+  tessera-bench --target=cuda --workload w1_b1,w3,w3_4096,w4,w5 --json gpu.json
+
+With --target=cuda the workloads run on GPU 0: per call the device time of its kernels (CUDA
+events; each kernel's too) and the host's time of the whole call with its copies; the
+device's FP32 FMA peak (a generated kernel) and copy bandwidth are measured first."
 )]
 pub struct BenchArgs {
     /// A model to benchmark instead of the built-in suite.
@@ -92,6 +99,10 @@ pub struct BenchArgs {
     /// Draw a bar chart per workload (modes side by side, and the limit) as SVG.
     #[arg(long, value_name = "FILE")]
     pub chart: Option<PathBuf>,
+    /// Where the workloads run: cpu (this machine, one core per thread) or cuda (GPU 0:
+    /// device time by CUDA events and host call time, against the device's limits).
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub target: TargetArg,
     /// Write each workload's inputs and outputs (of its first mode) as
     /// DIR/<workload>/in<i>.npy and out<i>.npy, for comparing other systems on the same data.
     #[arg(long, value_name = "DIR")]
@@ -195,7 +206,7 @@ pub fn run_bench(args: &BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
 }
 
 /// Why a run stopped.
-enum Failure {
+pub enum Failure {
     /// A message of tessera-bench's own.
     Message(String),
     /// Diagnostics of a model, rendered (`file:line:col: error: ...` with the source line).
@@ -222,6 +233,23 @@ fn bench(args: &BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(
         chosen_workloads(args)?
     };
     let modes = chosen_modes(args);
+    if args.target == TargetArg::Cuda {
+        if scaling {
+            return Err(format!("the workload '{}' measures compile time, which does not depend on --target: run it without --target=cuda", compile_scaling::ID).into());
+        }
+        if args.threads != [1] {
+            return Err("--threads does not apply to --target=cuda"
+                .to_string()
+                .into());
+        }
+        if args.chart.is_some() || args.save_io.is_some() {
+            return Err("--chart and --save-io apply to the CPU target"
+                .to_string()
+                .into());
+        }
+        let time = Duration::from_secs_f64(args.time);
+        return gpu::bench(&workloads, &modes, time, args.json.as_deref(), out, err);
+    }
     let mut threads: Vec<usize> = args.threads.iter().map(|&n| n as usize).collect();
     threads.sort_unstable();
     threads.dedup();
@@ -345,8 +373,9 @@ fn chosen_workloads(args: &BenchArgs) -> Result<Vec<Workload>, Failure> {
         .map(|id| {
             workloads::builtin(id).ok_or_else(|| {
                 Failure::Message(format!(
-                    "unknown workload '{id}' (workloads: {}, {})",
+                    "unknown workload '{id}' (workloads: {}, {}, {})",
                     BUILTIN_IDS.join(", "),
+                    EXTRA_IDS.join(", "),
                     compile_scaling::ID
                 ))
             })
@@ -411,21 +440,7 @@ fn measure_workload(
     let registry = registry();
     let module = load(&file, 0..file.text().len(), &registry)
         .map_err(|d| Failure::Diagnostics(render_all(&d, &file)))?;
-    let entry = match workload.entry.as_str() {
-        "" if module.funcs.len() == 1 => 0,
-        "" => {
-            return Err(Failure::Message(format!(
-                "{} has {} functions: choose one with --entry",
-                workload.path,
-                module.funcs.len()
-            )))
-        }
-        name => module
-            .funcs
-            .iter()
-            .position(|f| f.name == name.trim_start_matches('@'))
-            .ok_or_else(|| format!("no function '@{name}' in {}", workload.path))?,
-    };
+    let entry = entry_index(workload, &module)?;
     let func = &module.funcs[entry];
     let flops = decompose(&module)
         .map_err(|e| format!("{}: {e}", workload.path))?
@@ -516,6 +531,25 @@ fn measure_workload(
         peak_bytes,
         kernels,
         bound: workload.bound,
+    })
+}
+
+/// The index of `workload`'s timed function in `module`: the one named, or the only one.
+pub fn entry_index(workload: &Workload, module: &tessera::ir::Module) -> Result<usize, Failure> {
+    Ok(match workload.entry.as_str() {
+        "" if module.funcs.len() == 1 => 0,
+        "" => {
+            return Err(Failure::Message(format!(
+                "{} has {} functions: choose one with --entry",
+                workload.path,
+                module.funcs.len()
+            )))
+        }
+        name => module
+            .funcs
+            .iter()
+            .position(|f| f.name == name.trim_start_matches('@'))
+            .ok_or_else(|| format!("no function '@{name}' in {}", workload.path))?,
     })
 }
 

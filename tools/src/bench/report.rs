@@ -185,7 +185,7 @@ fn ms(d: Duration) -> String {
 }
 
 /// A JSON number (finite; others become null).
-fn number(v: f64) -> String {
+pub fn number(v: f64) -> String {
     if v.is_finite() {
         format!("{v:.6}")
     } else {

@@ -189,3 +189,63 @@ fn every_model_on_the_gpu_matches_the_reference_interpreter() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn the_fma_peak_kernel_assembles_and_counts_its_flops() {
+    use tessera_tools::bench::gpu::{fma_peak_ptx, FMA_KERNEL, OLDEST_CHIP};
+    for chip in [OLDEST_CHIP, "sm_90"] {
+        let ptx = fma_peak_ptx(chip);
+        assert!(
+            ptx.contains(&format!(".visible .entry {FMA_KERNEL}(")),
+            "{ptx}"
+        );
+        assert!(ptx.contains(&format!(".target {chip}")), "{ptx}");
+        // 8 chains unrolled 4 times: 32 FMAs per iteration, and their sum is stored.
+        assert_eq!(ptx.matches("fma.rn.f32").count(), 32, "{ptx}");
+        assert!(ptx.contains("st.global.f32"), "{ptx}");
+        match tessera::mlir::gpu::toolkit::ptxas() {
+            Some(_) => tessera::mlir::gpu::ptx::assemble(&ptx, chip)
+                .unwrap_or_else(|e| panic!("ptxas rejects the FMA-peak kernel for {chip}: {e}")),
+            None => panic!("{}", tessera::mlir::gpu::toolkit::missing("ptxas")),
+        }
+    }
+}
+
+#[test]
+fn tessera_bench_on_the_gpu_reports_the_device_and_its_limits() {
+    let json = std::env::temp_dir().join(format!("tessera-gpu-bench-{}.json", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera-bench"))
+        .args([
+            "--target=cuda",
+            "--workload",
+            "w1_b1",
+            "-O3",
+            "--time",
+            "0.05",
+            "--json",
+        ])
+        .arg(&json)
+        .current_dir(root())
+        .output()
+        .expect("tessera-bench starts");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !driver_present() {
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert_eq!(stderr.trim(), format!("tessera-bench: error: {NO_DRIVER}"));
+        return;
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.starts_with("device: "), "{stdout}");
+    let text = std::fs::read_to_string(&json).expect("the JSON is written");
+    let _ = std::fs::remove_file(&json);
+    for field in [
+        "\"chip\": \"sm_",
+        "\"driver\": ",
+        "\"fp32_fma_gflops\": ",
+        "\"device_median_us\": ",
+        "\"host_call_median_us\": ",
+    ] {
+        assert!(text.contains(field), "{field} missing: {text}");
+    }
+}

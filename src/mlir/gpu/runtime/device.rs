@@ -31,6 +31,13 @@ pub struct DeviceBuffer {
     context: Arc<CudaContext>,
 }
 
+/// A point in the stream's order, recorded to time what runs between two of them on the
+/// device (CUDA events); destroyed when dropped.
+pub struct Event {
+    event: sys::CUevent,
+    context: Arc<CudaContext>,
+}
+
 /// A loaded module of kernels, each looked up once.
 pub struct Kernels {
     functions: HashMap<String, CudaFunction>,
@@ -153,6 +160,59 @@ impl Device {
         .map_err(|e| e.to_string())
     }
 
+    /// A new event, recorded now in stream order.
+    pub fn record(&self) -> Result<Event, String> {
+        self.context.bind_to_thread().map_err(|e| e.to_string())?;
+        let event = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
+            .map_err(|e| format!("cannot create a CUDA event: {e}"))?;
+        let event = Event {
+            event,
+            context: Arc::clone(&self.context),
+        };
+        // SAFETY: the event and the stream belong to this context, current on this thread.
+        unsafe { result::event::record(event.event, self.stream.cu_stream()) }
+            .map_err(|e| format!("cannot record a CUDA event: {e}"))?;
+        Ok(event)
+    }
+
+    /// Seconds on the device between `start` and `end`, both recorded and the stream
+    /// synchronized since.
+    pub fn elapsed(&self, start: &Event, end: &Event) -> Result<f64, String> {
+        // SAFETY: both events were created and recorded in this context and have completed.
+        unsafe { result::event::elapsed(start.event, end.event) }
+            .map(|ms| f64::from(ms) / 1e3)
+            .map_err(|e| format!("cannot read a CUDA event's time: {e}"))
+    }
+
+    /// Copies `bytes` from `source` to `target` on the device, in stream order.
+    pub fn copy(
+        &self,
+        target: &DeviceBuffer,
+        source: &DeviceBuffer,
+        bytes: usize,
+    ) -> Result<(), String> {
+        let bytes = bytes.min(target.bytes).min(source.bytes);
+        // SAFETY: both buffers hold at least `bytes` bytes and live past the synchronization
+        // that follows every use of this copy.
+        unsafe {
+            result::memcpy_dtod_async(
+                target.address,
+                source.address,
+                bytes,
+                self.stream.cu_stream(),
+            )
+        }
+        .map_err(|e| format!("cannot copy {bytes} bytes on the GPU: {e}"))
+    }
+
+    /// The device's multiprocessors.
+    pub fn multiprocessors(&self) -> Result<u32, String> {
+        self.context
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map(|n| n.max(1) as u32)
+            .map_err(|e| e.to_string())
+    }
+
     /// Waits for everything queued on the stream; a kernel's fault surfaces here.
     pub fn synchronize(&self) -> Result<(), String> {
         self.stream.synchronize().map_err(|e| e.to_string())
@@ -163,6 +223,15 @@ impl DeviceBuffer {
     /// Its device address.
     pub fn address(&self) -> u64 {
         self.address
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        if self.context.bind_to_thread().is_ok() {
+            // SAFETY: the event was created in this context and is destroyed once.
+            let _ = unsafe { result::event::destroy(self.event) };
+        }
     }
 }
 

@@ -36,6 +36,15 @@ pub enum GpuError {
     Plan(String),
 }
 
+/// Device times of a function's kernels over several calls, in seconds.
+#[derive(Clone, Debug, Default)]
+pub struct KernelTimes {
+    /// Each call's kernels together.
+    pub calls: Vec<f64>,
+    /// For each launch in order, its time in each call.
+    pub launches: Vec<Vec<f64>>,
+}
+
 /// A module's functions, runnable on the GPU.
 pub struct GpuExecutable {
     device: Device,
@@ -119,6 +128,101 @@ impl GpuExecutable {
         Ok(&resident[&function.name])
     }
 
+    /// Launches the kernels of `function` in order on buffers at `addresses`, calling
+    /// `after_each` after each launch is queued.
+    fn launch_all(
+        device: &Device,
+        kernels: Option<&Kernels>,
+        function: &FunctionPlan,
+        addresses: &[u64],
+        mut after_each: impl FnMut() -> Result<(), GpuError>,
+    ) -> Result<(), GpuError> {
+        for launch in &function.launches {
+            let kernels = kernels.ok_or_else(|| GpuError::Plan(function.name.clone()))?;
+            let mut parameters = launch.parameters(function, addresses);
+            device
+                .launch(
+                    kernels,
+                    &launch.kernel,
+                    launch.grid,
+                    launch.block,
+                    &mut parameters,
+                )
+                .map_err(|message| GpuError::Kernel {
+                    kernel: launch.kernel.clone(),
+                    origin: launch.origin.clone(),
+                    message,
+                })?;
+            after_each()?;
+        }
+        Ok(())
+    }
+
+    /// The device time of function `name` on `inputs` over `runs` calls of its kernels alone
+    /// (the inputs copied in once, before; CUDA events around each launch): each call's
+    /// seconds, and each launch's seconds per call.
+    pub fn time_kernels(
+        &mut self,
+        name: &str,
+        inputs: &[Tensor],
+        runs: usize,
+    ) -> Result<KernelTimes, GpuError> {
+        self.call(name, inputs)?;
+        let function = self
+            .plan
+            .functions
+            .iter()
+            .find(|f| f.name == name)
+            .ok_or_else(|| GpuError::Plan(name.to_string()))?;
+        let addresses: Vec<u64> = self.resident[name]
+            .iter()
+            .map(DeviceBuffer::address)
+            .collect();
+        let mut times = KernelTimes {
+            calls: Vec::with_capacity(runs),
+            launches: vec![Vec::with_capacity(runs); function.launches.len()],
+        };
+        for _ in 0..runs.max(1) {
+            let mut events = vec![self.device.record().map_err(GpuError::Device)?];
+            Self::launch_all(
+                &self.device,
+                self.kernels.as_ref(),
+                function,
+                &addresses,
+                || {
+                    events.push(self.device.record().map_err(GpuError::Device)?);
+                    Ok(())
+                },
+            )?;
+            self.device.synchronize().map_err(GpuError::Device)?;
+            let mut total = 0.0;
+            for (l, pair) in events.windows(2).enumerate() {
+                let seconds = self
+                    .device
+                    .elapsed(&pair[0], &pair[1])
+                    .map_err(GpuError::Device)?;
+                times.launches[l].push(seconds);
+                total += seconds;
+            }
+            times.calls.push(total);
+        }
+        Ok(times)
+    }
+
+    /// The launches of function `name`: each kernel's name and the `.tsr` op it came from.
+    pub fn launches(&self, name: &str) -> Vec<(String, String)> {
+        self.plan
+            .functions
+            .iter()
+            .filter(|f| f.name == name)
+            .flat_map(|f| {
+                f.launches
+                    .iter()
+                    .map(|l| (l.kernel.clone(), l.origin.clone()))
+            })
+            .collect()
+    }
+
     /// Calls function `name` on `inputs` and returns its results.
     pub fn call(&mut self, name: &str, inputs: &[Tensor]) -> Result<Vec<Tensor>, GpuError> {
         let signature = Signature::find(&self.signatures, name)?;
@@ -146,26 +250,13 @@ impl GpuExecutable {
             self.device.upload(buffer, data).map_err(GpuError::Device)?;
         }
         let addresses: Vec<u64> = buffers.iter().map(DeviceBuffer::address).collect();
-        for launch in &function.launches {
-            let kernels = self
-                .kernels
-                .as_ref()
-                .ok_or_else(|| GpuError::Plan(name.to_string()))?;
-            let mut parameters = launch.parameters(function, &addresses);
-            self.device
-                .launch(
-                    kernels,
-                    &launch.kernel,
-                    launch.grid,
-                    launch.block,
-                    &mut parameters,
-                )
-                .map_err(|message| GpuError::Kernel {
-                    kernel: launch.kernel.clone(),
-                    origin: launch.origin.clone(),
-                    message,
-                })?;
-        }
+        Self::launch_all(
+            &self.device,
+            self.kernels.as_ref(),
+            function,
+            &addresses,
+            || Ok(()),
+        )?;
         let mut outputs: Vec<Vec<u8>> = Vec::new();
         for (r, ty) in signature.results.iter().enumerate() {
             let bytes = ty.num_elements().unwrap_or(0) as usize * element_bytes(ty.element);
