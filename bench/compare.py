@@ -16,6 +16,8 @@ Run (after `cargo build --release`):
         [--threads 2]
     bench/.venv/bin/python bench/compare.py --compile-model [--repeat-compile 5] [--threads 2]
         [--systems jax,tf-xla] [--json out.json]
+On a GPU machine (PyTorch, JAX and CuPy installed), the GPU comparison (bench/compare_gpu.py):
+    python3 bench/compare.py --target=cuda [--workload w1_b1,w3,w4] [--time 1]
 """
 
 import argparse
@@ -27,6 +29,14 @@ import subprocess
 import sys
 import tempfile
 import time
+
+
+# --target=cuda: the GPU comparison (PyTorch, torch.compile, JAX, CuPy) is its own script.
+if "--target=cuda" in sys.argv[1:] or any(
+    a == "--target" and b == "cuda" for a, b in zip(sys.argv[1:], sys.argv[2:])
+):
+    gpu_script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compare_gpu.py")
+    os.execv(sys.executable, [sys.executable, gpu_script] + sys.argv[1:])
 
 
 def threads_asked():

@@ -14,6 +14,7 @@ use crate::bench::{Failure, Mode};
 use crate::registry;
 use std::fmt::Write as _;
 use std::io::Write;
+use std::path::Path;
 use std::time::{Duration, Instant};
 use tessera::diag::render_all;
 use tessera::exec::random::random_tensor;
@@ -211,12 +212,14 @@ pub fn measure_limits(device: &Device) -> Result<GpuLimits, String> {
     })
 }
 
-/// Compiles and times `workload` in `mode` for `limits`' chip, with `time` of timed calls.
+/// Compiles and times `workload` in `mode` for `limits`' chip, with `time` of timed calls;
+/// with `save`, writes its inputs and its first call's outputs there as `.npy`.
 pub fn measure_workload(
     workload: &Workload,
     mode: Mode,
     limits: &GpuLimits,
     time: Duration,
+    save: Option<&Path>,
 ) -> Result<GpuMeasurement, Failure> {
     let file = SourceFile::new(workload.path.clone(), workload.source.clone());
     let module = load(&file, 0..file.text().len(), &registry())
@@ -250,10 +253,13 @@ pub fn measure_workload(
         })
         .sum();
     let start = Instant::now();
-    executable
+    let outputs = executable
         .call(&func.name, &inputs)
         .map_err(|e| e.to_string())?;
     let first_call = start.elapsed();
+    if let Some(dir) = save {
+        crate::bench::save_tensors(dir, &inputs, &outputs)?;
+    }
     let host = time_calls(
         Budget {
             time,
@@ -390,12 +396,21 @@ pub fn json(results: &[GpuMeasurement], limits: &GpuLimits, time_per_mode_s: f64
     )
 }
 
+/// Where a GPU run writes besides its table.
+pub struct Files<'p> {
+    /// The JSON of every result.
+    pub json: Option<&'p Path>,
+    /// A folder for each workload's inputs and the outputs of its first mode's first call
+    /// (`<workload>/in<i>.npy`, `out<i>.npy`), for checking other systems on the same data.
+    pub save_io: Option<&'p Path>,
+}
+
 /// Runs the GPU suite: limits, then each workload in each mode; the table to `out`.
 pub fn bench(
     workloads: &[Workload],
     modes: &[Mode],
     time: Duration,
-    json_path: Option<&std::path::Path>,
+    files: Files<'_>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<(), Failure> {
@@ -405,14 +420,24 @@ pub fn bench(
     drop(device);
     let mut results = Vec::new();
     for workload in workloads {
-        for &mode in modes {
+        for (index, &mode) in modes.iter().enumerate() {
             let _ = writeln!(err, "{} {}", workload.id, mode.label());
-            results.push(measure_workload(workload, mode, &limits, time)?);
+            let save = files
+                .save_io
+                .filter(|_| index == 0)
+                .map(|dir| dir.join(&workload.id));
+            results.push(measure_workload(
+                workload,
+                mode,
+                &limits,
+                time,
+                save.as_deref(),
+            )?);
         }
     }
     out.write_all(table(workloads, &results, &limits).as_bytes())
         .map_err(|e| format!("cannot write the table: {e}"))?;
-    if let Some(path) = json_path {
+    if let Some(path) = files.json {
         std::fs::write(path, json(&results, &limits, time.as_secs_f64()))
             .map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
     }
