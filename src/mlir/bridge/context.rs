@@ -36,6 +36,8 @@ extern "C" {
     fn tesseraRegisterMergeGpuModulesPass();
     /// Registers `tessera-gpu-warp-reductions` (src/mlir/gpu/cxx/warp_reductions.cpp).
     fn tesseraRegisterWarpReductionsPass();
+    /// Registers `tessera-gpu-register-tiles` (src/mlir/gpu/cxx/register_tiles.cpp).
+    fn tesseraRegisterRegisterTilesPass();
 }
 
 /// A diagnostic MLIR emitted, with its location as MLIR prints it.
@@ -82,6 +84,7 @@ impl MlirContext {
                 tesseraRegisterPromoteBlockBuffersPass();
                 tesseraRegisterMergeGpuModulesPass();
                 tesseraRegisterWarpReductionsPass();
+                tesseraRegisterRegisterTilesPass();
             }
         });
         let context = Context::new();

@@ -54,3 +54,35 @@ fn every_model_assembles_for_sm80_and_sm90_at_every_preset() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+#[test]
+fn every_gpu_bench_workload_compiles_and_assembles_for_sm90() {
+    use tessera::frontend::load;
+    use tessera::mlir::gpu::compile::compile;
+    use tessera::mlir::pipeline::{Pipeline, Target};
+    use tessera::mlir::MlirContext;
+    use tessera::source::SourceFile;
+    use tessera_tools::bench::workloads::{builtin, BUILTIN_IDS, EXTRA_IDS};
+    assert!(toolkit::ptxas().is_some(), "{}", toolkit::missing("ptxas"));
+    let registry = tessera_tools::registry();
+    let mut failures = Vec::new();
+    // What scripts/gpu-check.sh benchmarks, in the modes it runs.
+    for id in BUILTIN_IDS.iter().chain(&EXTRA_IDS) {
+        let workload = builtin(id).expect("a built-in workload");
+        let file = SourceFile::new(workload.path.clone(), workload.source.clone());
+        let module = load(&file, 0..file.text().len(), &registry).expect("valid workload");
+        for fusion in [true, false] {
+            let pipeline = Pipeline::preset_for(Target::Cuda, 3, fusion, None);
+            let what = format!("{id} -O3{}", if fusion { "" } else { " --no-fusion" });
+            match compile(&MlirContext::new(), &module, &file, &pipeline) {
+                Ok((plan, _)) => {
+                    if let Err(message) = assemble(&plan.ptx, "sm_90") {
+                        failures.push(format!("{what}: ptxas: {message}"));
+                    }
+                }
+                Err(d) => failures.push(format!("{what}: {d:?}")),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

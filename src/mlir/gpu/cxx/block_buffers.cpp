@@ -3,12 +3,17 @@
 //! become shared memory of the block, `gpu.launch`'s workgroup attributions: every thread of
 //! the block writes its part and reads the others' after the barrier between them, and
 //! device code has no `malloc`. Each is cast to the generic address space, so that the ops
-//! reading it keep their types; its frees go. A kernel whose buffers need more than the 48 KiB
-//! of static shared memory every chip gives a block is an error at the buffer (the op it came
-//! from), as is a buffer of dynamic size. Registered with MLIR from here (the FFI boundary;
+//! reading it keep their types (slices staged for shared memory on purpose keep theirs); its
+//! frees go. A kernel whose buffers need more than the 48 KiB of static shared memory every
+//! chip gives a block keeps its staged slices there and the other buffers in global memory
+//! instead: one buffer allocated before the launch, a slice of it per block (`memref.view`
+//! at the block's index). A buffer of dynamic size is an error at the buffer (the op it came
+//! from). Registered with MLIR from here (the FFI boundary;
 //! called from `src/mlir/bridge/context.rs`).
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -33,7 +38,75 @@ struct PromoteBlockBuffers
   }
 
   void getDependentDialects(mlir::DialectRegistry &registry) const override {
-    registry.insert<mlir::gpu::GPUDialect, mlir::memref::MemRefDialect>();
+    registry.insert<mlir::arith::ArithDialect, mlir::gpu::GPUDialect, mlir::memref::MemRefDialect>();
+  }
+
+  /// The bytes of `type` (static), rounded up to 16.
+  static int64_t alignedBytes(mlir::MemRefType type) {
+    return llvm::alignTo(type.getNumElements() *
+                             llvm::divideCeil(type.getElementTypeBitWidth(), 8),
+                         16);
+  }
+
+  /// Makes `alloc` a buffer in the block's shared memory.
+  static void toShared(mlir::gpu::LaunchOp launch, mlir::memref::AllocOp alloc,
+                       mlir::Attribute workgroup) {
+    mlir::MemRefType type = alloc.getType();
+    auto shared = mlir::MemRefType::get(type.getShape(), type.getElementType(),
+                                        type.getLayout(), workgroup);
+    mlir::BlockArgument buffer = launch.addWorkgroupAttribution(shared, alloc.getLoc());
+    // A buffer staged for shared memory on purpose (a contraction's operand slices) is
+    // used as it is; others are cast to the generic address space their users expect.
+    mlir::Value replacement = buffer;
+    if (type.getMemorySpace() != workgroup) {
+      mlir::OpBuilder builder(alloc);
+      replacement = builder.create<mlir::memref::MemorySpaceCastOp>(alloc.getLoc(), type, buffer);
+    }
+    replace(alloc, replacement);
+  }
+
+  /// Makes `alloc` this block's slice of a global buffer allocated before `launch`, one
+  /// slice per block of its grid (`grid` blocks along x, y and z); `false` when its type is
+  /// not a plain memref.
+  static bool toGlobal(mlir::gpu::LaunchOp launch, mlir::memref::AllocOp alloc,
+                       std::array<int64_t, 3> grid) {
+    int64_t blocks = grid[0] * grid[1] * grid[2];
+    mlir::MemRefType type = alloc.getType();
+    if (!type.getLayout().isIdentity() || type.getMemorySpace())
+      return false;
+    int64_t bytes = alignedBytes(type);
+    mlir::Location loc = alloc.getLoc();
+    mlir::OpBuilder host(launch);
+    auto global = host.create<mlir::memref::AllocOp>(
+        loc, mlir::MemRefType::get({blocks * bytes}, host.getIntegerType(8)));
+    global->setAttr("alignment", host.getI64IntegerAttr(64));
+    mlir::OpBuilder b(alloc);
+    mlir::Value x = b.create<mlir::gpu::BlockIdOp>(loc, mlir::gpu::Dimension::x);
+    mlir::Value y = b.create<mlir::gpu::BlockIdOp>(loc, mlir::gpu::Dimension::y);
+    mlir::Value z = b.create<mlir::gpu::BlockIdOp>(loc, mlir::gpu::Dimension::z);
+    mlir::Value gx = b.create<mlir::arith::ConstantIndexOp>(loc, grid[0]);
+    mlir::Value gy = b.create<mlir::arith::ConstantIndexOp>(loc, grid[1]);
+    // (z * gy + y) * gx + x: the block's index, then its slice's first byte.
+    mlir::Value block = b.create<mlir::arith::AddIOp>(
+        loc, b.create<mlir::arith::MulIOp>(
+                 loc, b.create<mlir::arith::AddIOp>(loc, b.create<mlir::arith::MulIOp>(loc, z, gy), y),
+                 gx),
+        x);
+    mlir::Value shift = b.create<mlir::arith::MulIOp>(
+        loc, block, b.create<mlir::arith::ConstantIndexOp>(loc, bytes));
+    auto view = b.create<mlir::memref::ViewOp>(loc, type, global.getResult(), shift,
+                                               mlir::ValueRange{});
+    replace(alloc, view.getResult());
+    return true;
+  }
+
+  /// Replaces `alloc` by `value`, its frees dropped.
+  static void replace(mlir::memref::AllocOp alloc, mlir::Value value) {
+    for (mlir::Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+      if (mlir::isa<mlir::memref::DeallocOp>(user))
+        user->erase();
+    alloc.replaceAllUsesWith(value);
+    alloc.erase();
   }
 
   void runOnOperation() override {
@@ -42,7 +115,7 @@ struct PromoteBlockBuffers
     mlir::WalkResult result = getOperation()->walk([&](mlir::gpu::LaunchOp launch) {
       llvm::SmallVector<mlir::memref::AllocOp> allocs;
       launch.getBody().walk([&](mlir::memref::AllocOp alloc) { allocs.push_back(alloc); });
-      int64_t bytes = 0;
+      int64_t staged = 0, others = 0;
       for (mlir::memref::AllocOp alloc : allocs) {
         mlir::MemRefType type = alloc.getType();
         if (!type.hasStaticShape()) {
@@ -50,31 +123,42 @@ struct PromoteBlockBuffers
               << type;
           return mlir::WalkResult::interrupt();
         }
-        int64_t size = type.getNumElements() *
-                       llvm::divideCeil(type.getElementTypeBitWidth(), 8);
-        bytes += llvm::alignTo(size, 16);
-        if (bytes > kStaticSharedBytes) {
+        (type.getMemorySpace() == workgroup ? staged : others) += alignedBytes(type);
+      }
+      if (staged > kStaticSharedBytes) {
+        allocs.front().emitError("this kernel's staged tiles need ")
+            << staged << " bytes of shared memory per block, more than the "
+            << kStaticSharedBytes << " a block has on every chip";
+        return mlir::WalkResult::interrupt();
+      }
+      // Buffers that do not fit beside the staged tiles go to global memory, a slice per
+      // block: slower than shared memory, but every fusion group the CPU's tiles make fits.
+      bool global = staged + others > kStaticSharedBytes;
+      std::array<int64_t, 3> grid = {1, 1, 1};
+      mlir::Value sizes[] = {launch.getGridSizeX(), launch.getGridSizeY(), launch.getGridSizeZ()};
+      for (int d = 0; d < 3; ++d) {
+        std::optional<int64_t> count = mlir::getConstantIntValue(sizes[d]);
+        if (!count) {
+          global = false;
+          break;
+        }
+        grid[d] = *count;
+      }
+      for (mlir::memref::AllocOp alloc : allocs) {
+        if (alloc.getType().getMemorySpace() == workgroup || !global) {
+          toShared(launch, alloc, workgroup);
+        } else if (!toGlobal(launch, alloc, grid)) {
           alloc.emitError("this kernel's temporary buffers need ")
-              << bytes << " bytes of shared memory per block, more than the "
+              << staged + others << " bytes of shared memory per block, more than the "
               << kStaticSharedBytes << " a block has on every chip";
           return mlir::WalkResult::interrupt();
         }
-        auto shared = mlir::MemRefType::get(type.getShape(), type.getElementType(),
-                                            type.getLayout(), workgroup);
-        mlir::BlockArgument buffer = launch.addWorkgroupAttribution(shared, alloc.getLoc());
-        // A buffer staged for shared memory on purpose (a contraction's operand slices) is
-        // used as it is; others are cast to the generic address space their users expect.
-        mlir::Value replacement = buffer;
-        if (type.getMemorySpace() != workgroup) {
-          mlir::OpBuilder builder(alloc);
-          replacement =
-              builder.create<mlir::memref::MemorySpaceCastOp>(alloc.getLoc(), type, buffer);
-        }
-        for (mlir::Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
-          if (mlir::isa<mlir::memref::DeallocOp>(user))
-            user->erase();
-        alloc.replaceAllUsesWith(replacement);
-        alloc.erase();
+      }
+      if (!global && staged + others > kStaticSharedBytes) {
+        launch.emitError("this kernel's temporary buffers need ")
+            << staged + others << " bytes of shared memory per block, more than the "
+            << kStaticSharedBytes << " a block has on every chip, and its grid is not static";
+        return mlir::WalkResult::interrupt();
       }
       return mlir::WalkResult::advance();
     });

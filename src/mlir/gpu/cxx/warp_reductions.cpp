@@ -10,11 +10,14 @@
 //! the block. Applies when the body folds one value into the output with an associative op
 //! (`addf`, `mulf`, `maximumf`, `minimumf`, `maxnumf`, `minnumf`, `addi`, `muli`, `maxsi`,
 //! `minsi`, `maxui`, `minui`, `andi`, `ori`, `xori`) of a 32-bit type, and the reduced length
-//! is a multiple of 32; other reductions keep a thread per row. Registered with MLIR from here
+//! is a multiple of 32; other reductions keep a thread per row. A reduction that stands alone
+//! (op by op at -O0, or unfused) is made a kernel of its own first: blocks of up to 8 rows,
+//! a warp each. Registered with MLIR from here
 //! (the FFI boundary; called from `src/mlir/bridge/context.rs`).
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -128,7 +131,9 @@ mlir::Value elementAt(mlir::OpBuilder &b, mlir::Location loc, RowReduction r,
   return map.lookupOrDefault(r.element);
 }
 
-/// Replaces `r.op` with a forall of warps doing its rows.
+/// Replaces `r.op` with a forall of warps doing its rows; one that stands alone (in a
+/// function, not a kernel) first becomes a kernel of its own, a forall over blocks of up to
+/// [`kMaxWarps`] rows each.
 void rewrite(RowReduction r) {
   mlir::linalg::GenericOp op = r.op;
   mlir::Location loc = op.getLoc();
@@ -139,11 +144,28 @@ void rewrite(RowReduction r) {
   for (int64_t extent : parallel)
     rows *= extent;
   int64_t length = ranges.back();
-  int64_t warps = std::min(rows, kMaxWarps);
+  bool standalone = !mlir::isa<mlir::scf::ForallOp>(op->getParentOp());
+  int64_t blockRows = rows;
+  if (standalone)
+    for (blockRows = std::min(rows, kMaxWarps); rows % blockRows != 0; --blockRows)
+      ;
+  int64_t warps = std::min(blockRows, kMaxWarps);
   int64_t threads = warps * kWarp;
 
   mlir::OpBuilder b(op);
   auto index = [&](int64_t v) { return b.create<mlir::arith::ConstantIndexOp>(loc, v); };
+  mlir::Value firstRow = index(0);
+  if (standalone) {
+    auto blocks = mlir::ArrayAttr::get(
+        ctx, {mlir::gpu::GPUBlockMappingAttr::get(ctx, mlir::gpu::MappingId::DimX)});
+    auto kernel = b.create<mlir::scf::ForallOp>(
+        loc, llvm::ArrayRef<mlir::OpFoldResult>{b.getIndexAttr(0)},
+        llvm::ArrayRef<mlir::OpFoldResult>{b.getIndexAttr(rows / blockRows)},
+        llvm::ArrayRef<mlir::OpFoldResult>{b.getIndexAttr(1)}, mlir::ValueRange{}, blocks);
+    kernel->setAttr(kKernel, b.getUnitAttr());
+    b.setInsertionPointToStart(kernel.getBody());
+    firstRow = b.create<mlir::arith::MulIOp>(loc, kernel.getInductionVar(0), index(blockRows));
+  }
   auto lanes = mlir::ArrayAttr::get(
       ctx, {mlir::gpu::GPUThreadMappingAttr::get(ctx, mlir::gpu::MappingId::LinearDim0)});
   auto forall = b.create<mlir::scf::ForallOp>(
@@ -155,7 +177,9 @@ void rewrite(RowReduction r) {
   mlir::Value thread = forall.getInductionVar(0);
   mlir::Value lane = b.create<mlir::arith::RemUIOp>(loc, thread, index(kWarp));
   mlir::Value warp = b.create<mlir::arith::DivUIOp>(loc, thread, index(kWarp));
-  auto rowLoop = b.create<mlir::scf::ForOp>(loc, warp, index(rows), index(warps));
+  mlir::Value start = b.create<mlir::arith::AddIOp>(loc, firstRow, warp);
+  mlir::Value end = b.create<mlir::arith::AddIOp>(loc, firstRow, index(blockRows));
+  auto rowLoop = b.create<mlir::scf::ForOp>(loc, start, end, index(warps));
   b.setInsertionPointToStart(rowLoop.getBody());
 
   // The row's indices along the parallel loops, the innermost varying fastest.
@@ -226,8 +250,9 @@ struct WarpReductions
   void runOnOperation() override {
     llvm::SmallVector<RowReduction> found;
     getOperation()->walk([&](mlir::linalg::GenericOp op) {
-      auto kernel = mlir::dyn_cast_or_null<mlir::scf::ForallOp>(op->getParentOp());
-      if (!kernel || !kernel->hasAttr(kKernel))
+      mlir::Operation *parent = op->getParentOp();
+      bool inKernel = mlir::isa<mlir::scf::ForallOp>(parent) && parent->hasAttr(kKernel);
+      if (!inKernel && !mlir::isa<mlir::func::FuncOp>(parent))
         return;
       if (std::optional<RowReduction> r = rowReduction(op))
         found.push_back(*r);

@@ -54,9 +54,10 @@ const FORM: &str = "inline,tessera-form-gpu-kernels,tessera-gpu-warp-reductions"
 /// threads, which the block must have.
 const WARP_THREADS: &str = "tessera.gpu_warp_threads";
 
-/// What runs after it: block buffers into shared memory, kernels outlined into one module.
-const OUTLINE: &str =
-    "tessera-promote-block-buffers,gpu-kernel-outlining,tessera-merge-gpu-modules,cse";
+/// What runs after it: loop-invariant views hoisted, threads' register tiles of products with
+/// their accumulators in registers (src/mlir/gpu/cxx/register_tiles.cpp), block buffers into
+/// shared memory, kernels outlined into one module.
+const OUTLINE: &str = "loop-invariant-code-motion,tessera-gpu-register-tiles,tessera-promote-block-buffers,gpu-kernel-outlining,tessera-merge-gpu-modules,cse";
 
 /// An op whose tile goes to threads: its handle's index among the marked ones, its loops
 /// (inside the block), its thread tiles and, for a contraction, how its operands are staged
