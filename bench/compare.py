@@ -68,6 +68,8 @@ os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
 
 import numpy as np  # noqa: E402
 
+from measure import load_io, timed  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKLOADS = ["w1_b1", "w1_b64", "w1_b4096", "w2", "w3", "w4", "w5", "w6"]
 # -O0 (op by op, untiled) has nothing to run in parallel: tessera-bench runs it on one thread.
@@ -428,31 +430,6 @@ def prepare(system, workload, inputs, outputs):
     return lambda: session.run(None, feed)[0]
 
 
-def timed(run, budget):
-    """(median ms, runs): a warm-up, then calls for `budget` seconds, at least 3."""
-    warm_end = time.perf_counter() + budget / 10
-    while time.perf_counter() < warm_end:
-        run()
-    samples = []
-    end = time.perf_counter() + budget
-    while len(samples) < 3 or (time.perf_counter() < end and len(samples) < 100000):
-        start = time.perf_counter()
-        run()
-        samples.append((time.perf_counter() - start) * 1e3)
-    samples.sort()
-    return samples[len(samples) // 2], len(samples)
-
-
-def load_io(directory):
-    def load(prefix):
-        found = []
-        while os.path.exists(os.path.join(directory, f"{prefix}{len(found)}.npy")):
-            found.append(np.load(os.path.join(directory, f"{prefix}{len(found)}.npy")))
-        return found
-
-    return load("in"), load("out")
-
-
 def run_tessera(args, io_dir, json_path):
     binary = os.path.join(ROOT, "target", "release", "tessera-bench")
     if not os.path.exists(binary):
@@ -537,7 +514,7 @@ def tf_compiler(inputs):
 
     def compile_once():
         if "steady_call_ms" not in facts:
-            facts["steady_call_ms"] = timed(lambda: warm(*args).numpy(), 0.2)[0]
+            facts["steady_call_ms"] = timed(lambda: warm(*args).numpy(), 0.2)[0] * 1e3
         f = tf.function(tf_gpt2_block(tf), jit_compile=True)
         start = time.perf_counter()
         f.get_concrete_function(*args)
@@ -744,6 +721,7 @@ def main():
                     medians.append((system, None))
                 else:
                     median, runs = timed(run, args.time)
+                    median *= 1e3
                     record.update(median_ms=median, runs=runs)
                     medians.append((system, median))
                 records.append(record)

@@ -19,9 +19,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
+
+from measure import load_io, timed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKLOADS = ["w1_b1", "w1_b64", "w1_b4096", "w3", "w3_4096", "w4", "w5"]
@@ -121,31 +122,6 @@ def prepare(system, workload, inputs):
     raise SystemExit(f"compare_gpu.py: unknown system {system}")
 
 
-def timed(run, budget):
-    """(median µs, runs): a warm-up, then calls for `budget` seconds, at least 3."""
-    warm_end = time.perf_counter() + budget / 10
-    while time.perf_counter() < warm_end:
-        run()
-    samples = []
-    end = time.perf_counter() + budget
-    while len(samples) < 3 or (time.perf_counter() < end and len(samples) < 100000):
-        start = time.perf_counter()
-        run()
-        samples.append((time.perf_counter() - start) * 1e6)
-    samples.sort()
-    return samples[len(samples) // 2], len(samples)
-
-
-def load_io(directory):
-    def load(prefix):
-        found = []
-        while os.path.exists(os.path.join(directory, f"{prefix}{len(found)}.npy")):
-            found.append(np.load(os.path.join(directory, f"{prefix}{len(found)}.npy")))
-        return found
-
-    return load("in"), load("out")
-
-
 def run_tessera(args, io_dir, json_path):
     folder = os.environ.get("TESSERA_BIN_DIR", os.path.join(ROOT, "target", "release"))
     binary = os.path.join(folder, "tessera-bench")
@@ -202,7 +178,7 @@ def main():
                 failures.append(f"{workload} {system}: disagrees with tessera (max abs {err:.3e}, "
                                 f"allowed {RTOL * scale:.3e})")
                 continue
-            row[system], _ = timed(run, args.time)
+            row[system] = timed(run, args.time)[0] * 1e6
         rows.append(row)
     columns = [c for c in rows[0] if c != "workload"] if rows else []
     print("\nmedian µs per call (tessera: its kernels' device time, and its host call with copies)")

@@ -72,6 +72,14 @@ fn parameter_types(
     Ok(types)
 }
 
+/// The plan of function `name` in `plan`.
+fn function<'p>(plan: &'p LaunchPlan, name: &str) -> Result<&'p FunctionPlan, GpuError> {
+    plan.functions
+        .iter()
+        .find(|f| f.name == name)
+        .ok_or_else(|| GpuError::Plan(name.to_string()))
+}
+
 impl GpuExecutable {
     /// Opens the GPU and loads `plan`'s kernels, for functions with `signatures`.
     pub fn load(plan: LaunchPlan, signatures: Vec<Signature>) -> Result<GpuExecutable, GpuError> {
@@ -168,12 +176,7 @@ impl GpuExecutable {
         runs: usize,
     ) -> Result<KernelTimes, GpuError> {
         self.call(name, inputs)?;
-        let function = self
-            .plan
-            .functions
-            .iter()
-            .find(|f| f.name == name)
-            .ok_or_else(|| GpuError::Plan(name.to_string()))?;
+        let function = function(&self.plan, name)?;
         let addresses: Vec<u64> = self.resident[name]
             .iter()
             .map(DeviceBuffer::address)
@@ -228,12 +231,7 @@ impl GpuExecutable {
         let signature = Signature::find(&self.signatures, name)?;
         let types: Vec<&TensorType> = inputs.iter().map(|t| &t.ty).collect();
         signature.check_inputs(&types)?;
-        let function = self
-            .plan
-            .functions
-            .iter()
-            .find(|f| f.name == name)
-            .ok_or_else(|| GpuError::Plan(name.to_string()))?;
+        let function = function(&self.plan, name)?;
         let parameter_types = parameter_types(function, signature)?;
         let buffers = Self::buffers(&self.device, &mut self.resident, function, &parameter_types)?;
         let parameter_buffer = |p: usize| {
