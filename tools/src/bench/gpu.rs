@@ -443,3 +443,101 @@ pub fn bench(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> GpuLimits {
+        GpuLimits {
+            name: "NVIDIA H200".into(),
+            chip: "sm_90".into(),
+            driver: "13.0".into(),
+            multiprocessors: 132,
+            fma_gflops: 60_000.0,
+            copy_gbps: 4_000.0,
+        }
+    }
+
+    fn measurement(flops: u64, bytes: u64, device_median: f64) -> GpuMeasurement {
+        GpuMeasurement {
+            workload: "w3".into(),
+            mode: Mode {
+                level: 3,
+                fusion: true,
+            },
+            compile: vec![StepTime {
+                name: "tessera-map-to-gpu".into(),
+                time: Duration::from_millis(12),
+            }],
+            first_call: Duration::from_millis(3),
+            host: Latency {
+                runs: 10,
+                median: Duration::from_micros(900),
+                p10: Duration::from_micros(850),
+                p90: Duration::from_micros(950),
+            },
+            device_median,
+            launches: vec![
+                ("f_kernel".into(), "w3.tsr:2:8".into(), 2e-6),
+                (
+                    "f_kernel_0".into(),
+                    "w3.tsr:2:8".into(),
+                    device_median - 2e-6,
+                ),
+            ],
+            flops,
+            bytes,
+            bound: Bound::Compute,
+        }
+    }
+
+    #[test]
+    fn the_fma_peak_counts_every_fma_of_every_thread() {
+        // 132 SMs x 8 blocks x 256 threads, 4096 iterations of 32 FMAs, 2 flops each.
+        let expected = 132.0 * 8.0 * 256.0 * 4096.0 * 32.0 * 2.0;
+        assert_eq!(fma_flops(132), expected);
+    }
+
+    #[test]
+    fn results_are_fractions_of_the_limit_that_binds() {
+        let limits = limits();
+        // 2 GFLOP in 50 µs is 40 TFLOP/s: 2/3 of a 60 TFLOP/s peak; its 12 MB move in 3 µs.
+        let compute = measurement(2_000_000_000, 12_000_000, 50e-6);
+        assert_eq!(compute.floor(&limits).1, "fma");
+        assert!((compute.fraction_of_limit(&limits) - 2.0 / 3.0).abs() < 1e-9);
+        // 400 MB at 4 TB/s take 100 µs; done in 200 µs: half the copy bandwidth.
+        let memory = measurement(1_000_000, 400_000_000, 200e-6);
+        assert_eq!(memory.floor(&limits).1, "copy");
+        assert!((memory.fraction_of_limit(&limits) - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_table_and_json_name_the_device_and_every_launch() {
+        let limits = limits();
+        let m = measurement(2_000_000_000, 12_000_000, 50e-6);
+        let workload = crate::bench::workloads::builtin("w3").unwrap();
+        let table = table(&[workload], std::slice::from_ref(&m), &limits);
+        assert!(
+            table.starts_with("device: NVIDIA H200 (sm_90, driver 13.0, 132 multiprocessors)"),
+            "{table}"
+        );
+        assert!(table.contains("f_kernel_0  (w3.tsr:2:8)"), "{table}");
+        assert!(table.contains("66.7% fma"), "{table}");
+        let json = json(&[m], &limits, 0.5);
+        for field in [
+            "\"name\": \"NVIDIA H200\"",
+            "\"chip\": \"sm_90\"",
+            "\"driver\": \"13.0\"",
+            "\"fp32_fma_gflops\": 60000",
+            "\"device_median_us\": 50",
+            "\"host_call_median_us\": 900",
+            "\"kernel\": \"f_kernel_0\"",
+            "\"limit\": \"fma\"",
+        ] {
+            assert!(json.contains(field), "{field} missing from {json}");
+        }
+        assert_eq!(json.matches('{').count(), json.matches('}').count());
+        assert_eq!(json.matches('[').count(), json.matches(']').count());
+    }
+}
