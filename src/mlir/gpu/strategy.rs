@@ -168,8 +168,12 @@ pub fn contraction_block_tiles(loops: &Loops) -> Vec<i64> {
 /// How a contraction's block tile is staged through shared memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Staging {
-    /// The step along the reduction (the tile of the last loop).
+    /// The step along the reduction (of a product: the tile of its last loop; of a
+    /// convolution: of its input channels).
     pub reduction_step: i64,
+    /// The tiles of the loops walked in steps around the staged op (`tile_using_for`): a
+    /// product's reduction; a convolution's batch, window rows, window columns and channels.
+    pub steps: Vec<i64>,
     /// Each thread's register tile: one size per loop, the reduction 0.
     pub registers: Vec<i64>,
     /// The loops of the slice of the left operand one step copies: (batch,) rows, step.
@@ -220,11 +224,86 @@ pub fn staging(tile: &Loops, bytes: i64, shared_used: i64) -> Option<Staging> {
         loops.extend([(a, false), (b, false)]);
         Loops(loops)
     };
+    let mut steps = vec![0; n];
+    steps[n - 1] = step;
     Some(Staging {
         reduction_step: step,
+        steps,
         registers,
         left: slice(rows, step),
         right: slice(step, columns),
+    })
+}
+
+/// The convolutions staged through shared memory like products (NHWC input, HWCF filter,
+/// unit strides: a step's input slice is a plain window of the block's output pixels).
+pub const CONVOLUTIONS: [&str; 1] = ["linalg.conv_2d_nhwc_hwcf"];
+
+/// The block tiles of a staged convolution that stands alone (loops n, oh, ow, f, kh, kw, c):
+/// up to 8 x 8 output pixels by 32 filters, the batch whole (walked in steps inside the
+/// block, since the grid has only three dimensions), the window and channels whole.
+pub fn convolution_block_tiles(loops: &Loops) -> Vec<i64> {
+    let extent = |d: usize| loops.0[d].0;
+    vec![
+        0,
+        divisor_at_most(extent(1), 8),
+        divisor_at_most(extent(2), 8),
+        divisor_at_most(extent(3), 32),
+        0,
+        0,
+        0,
+    ]
+}
+
+/// The staging of a convolution (loops n, oh, ow, f, kh, kw, c, unit strides) whose block
+/// tile is `tile`: one image, one window position and a step of up to 32 input channels at a
+/// time, the step's input window (the tile's pixels x channels) and filter slice (channels x
+/// filters) copied into shared memory; each thread a register tile of up to 2 pixels x 4
+/// filters. `None` when it does not pay (fewer than 8 input channels, or 64 outputs) or fit.
+pub fn convolution_staging(tile: &Loops, bytes: i64, shared_used: i64) -> Option<Staging> {
+    if tile.0.len() != 7 {
+        return None;
+    }
+    let extent = |d: usize| tile.0[d].0;
+    let (rows, columns, filters, channels) = (extent(1), extent(2), extent(3), extent(6));
+    if channels < 8 || rows * columns * filters < 64 {
+        return None;
+    }
+    let mut step = divisor_at_most(channels, REDUCTION_STEP);
+    while aligned(rows * columns * step * bytes) + aligned(step * filters * bytes) + shared_used
+        > SHARED_BYTES
+    {
+        step = divisor_at_most(channels, step / 2);
+        if step < 4 {
+            return None;
+        }
+    }
+    // The most threads up to a block's, then the squarest tile.
+    let (tile_columns, tile_filters) = (1..=columns.min(2))
+        .filter(|d| columns % d == 0)
+        .flat_map(|c| {
+            (1..=filters.min(4))
+                .filter(move |f| filters % f == 0)
+                .map(move |f| (c, f))
+        })
+        .filter(|&(c, f)| rows * (columns / c) * (filters / f) <= BLOCK_THREADS)
+        .max_by_key(|&(c, f)| (rows * (columns / c) * (filters / f), -(c + f)))?;
+    Some(Staging {
+        reduction_step: step,
+        steps: vec![1, 0, 0, 0, 1, 1, step],
+        registers: vec![0, 1, tile_columns, tile_filters, 0, 0, 0],
+        left: Loops(vec![
+            (1, false),
+            (rows, false),
+            (columns, false),
+            (step, false),
+        ]),
+        right: Loops(vec![
+            (1, false),
+            (1, false),
+            (step, false),
+            (filters, false),
+        ]),
     })
 }
 
@@ -325,6 +404,48 @@ mod tests {
             0
         )
         .is_none());
+    }
+
+    #[test]
+    fn convolutions_stage_windows_of_8_by_8_pixels_and_32_channels() {
+        // A ResNet-like 3 x 3 convolution: 56 x 56 pixels, 64 channels in and out.
+        let conv = loops(&[
+            (1, false),
+            (56, false),
+            (56, false),
+            (64, false),
+            (3, true),
+            (3, true),
+            (64, true),
+        ]);
+        let blocks = convolution_block_tiles(&conv);
+        assert_eq!(blocks, [0, 8, 8, 32, 0, 0, 0]);
+        let tile = loops(&[
+            (1, false),
+            (8, false),
+            (8, false),
+            (32, false),
+            (3, true),
+            (3, true),
+            (64, true),
+        ]);
+        let staged = convolution_staging(&tile, 4, 0).unwrap();
+        assert_eq!(staged.steps, [1, 0, 0, 0, 1, 1, 32]);
+        // 8 x 4 x 8 = 256 threads of 2 pixels x 4 filters.
+        assert_eq!(staged.registers, [0, 1, 2, 4, 0, 0, 0]);
+        assert_eq!(threads(&tile, &staged.registers), [8, 4, 8]);
+        assert_eq!(staged.shared_bytes(4), (8 * 8 * 32 + 32 * 32) * 4);
+        // One input channel (W6's first convolution): nothing to reuse, not staged.
+        let narrow = loops(&[
+            (32, false),
+            (8, false),
+            (8, false),
+            (16, false),
+            (3, true),
+            (3, true),
+            (1, true),
+        ]);
+        assert!(convolution_staging(&narrow, 4, 0).is_none());
     }
 
     #[test]

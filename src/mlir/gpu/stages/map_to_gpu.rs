@@ -12,8 +12,9 @@
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::{walk, WalkedOp};
 use crate::mlir::gpu::strategy::{
-    aligned, block_tiles, contraction_block_tiles, copy_tiles, staging, thread_tiles, threads,
-    Staging, BLOCK_TILES, CONTRACTIONS, MULTIPLY_ADDS, THREAD_TILES,
+    aligned, block_tiles, contraction_block_tiles, convolution_block_tiles, convolution_staging,
+    copy_tiles, staging, thread_tiles, threads, Staging, BLOCK_TILES, CONTRACTIONS, CONVOLUTIONS,
+    MULTIPLY_ADDS, THREAD_TILES,
 };
 use crate::mlir::pipeline::loop_nest::{buffer_loops, Loops};
 use crate::mlir::pipeline::schedule::{
@@ -76,10 +77,11 @@ impl ThreadOp {
     /// the strategy's.
     fn new(op: &WalkedOp<'_>, handle: usize, loops: Loops, shared_used: &mut i64) -> Self {
         let bytes = op.operand_element_bytes(0).unwrap_or(8);
-        let staged = CONTRACTIONS
-            .contains(&op.name().as_str())
-            .then(|| staging(&loops, bytes, *shared_used))
-            .flatten();
+        let staged = match Staged::kind(op) {
+            Some(Staged::Product) => staging(&loops, bytes, *shared_used),
+            Some(Staged::Convolution) => convolution_staging(&loops, bytes, *shared_used),
+            None => None,
+        };
         if let Some(staged) = &staged {
             *shared_used += staged.shared_bytes(bytes);
         }
@@ -92,6 +94,40 @@ impl ThreadOp {
             loops,
             tiles,
             staging: staged,
+        }
+    }
+}
+
+/// The kinds of op whose operands may be staged through shared memory.
+enum Staged {
+    /// A matrix product ([`CONTRACTIONS`]).
+    Product,
+    /// A convolution with unit strides ([`CONVOLUTIONS`]).
+    Convolution,
+}
+
+impl Staged {
+    /// What kind of staged op `op` is, if any.
+    fn kind(op: &WalkedOp<'_>) -> Option<Staged> {
+        let name = op.name();
+        if CONTRACTIONS.contains(&name.as_str()) {
+            return Some(Staged::Product);
+        }
+        let unit_strides = op
+            .attribute("strides")
+            .is_some_and(|a| a.to_string().starts_with("dense<1>"));
+        (CONVOLUTIONS.contains(&name.as_str()) && unit_strides).then_some(Staged::Convolution)
+    }
+
+    /// The block tiles of `op` (with `loops`) standing alone, when it is staged there.
+    fn block_tiles(op: &WalkedOp<'_>, loops: &Loops) -> Option<Vec<i64>> {
+        let bytes = op.operand_element_bytes(0).unwrap_or(8);
+        match Staged::kind(op)? {
+            Staged::Product => Some(contraction_block_tiles(loops)),
+            Staged::Convolution => {
+                let blocks = convolution_block_tiles(loops);
+                convolution_staging(&tiled(loops, &blocks), bytes, 0).map(|_| blocks)
+            }
         }
     }
 }
@@ -323,11 +359,9 @@ fn plan(
         let top_level = op.parent().is_some_and(|p| p.name() == "func.func");
         match enclosing_forall(op) {
             None if top_level => {
-                let contraction = CONTRACTIONS.contains(&op.name().as_str());
-                let blocks = pinned(op, BLOCK_TILES, &loops).unwrap_or_else(|| match contraction {
-                    true => contraction_block_tiles(&loops),
-                    false => block_tiles(&loops),
-                });
+                let blocks = pinned(op, BLOCK_TILES, &loops)
+                    .or_else(|| Staged::block_tiles(op, &loops))
+                    .unwrap_or_else(|| block_tiles(&loops));
                 let tile = tiled(&loops, &blocks);
                 op.set_attribute(BLOCK_OP, unit);
                 let thread_op = ThreadOp::new(op, block_kernels.len(), tile, &mut 0);
@@ -425,21 +459,19 @@ fn distribute(schedule: &mut String, handle: &str, name: &str, op: &ThreadOp, bu
     let any = "!transform.any_op";
     let mut product = handle.to_string();
     if let Some(staged) = &op.staging {
-        let mut steps = vec![0; op.loops.0.len()];
-        if let Some(last) = steps.last_mut() {
-            *last = staged.reduction_step;
-        }
+        let loops = staged.steps.iter().filter(|&&s| s > 0).count();
         let left = copy_tiles(&staged.left, budget);
         let right = copy_tiles(&staged.right, budget);
         let _ = writeln!(
             schedule,
-            "    %sk_{name}, %sl_{name} = transform.structured.tile_using_for {handle} tile_sizes [{}] : ({any}) -> ({any}, {any})
+            "    %sk_{name}, %sl_{name}:{loops} = transform.structured.tile_using_for {handle} tile_sizes [{}] : ({any}) -> ({any}{})
     %sp_{name} = transform.structured.promote %sk_{name} {{operands_to_promote = [0, 1], memory_space = #gpu.address_space<workgroup>}} : ({any}) -> {any}
-    %sc_{name} = transform.structured.match ops{{[\"linalg.copy\"]}} in %sl_{name} : ({any}) -> {any}
+    %sc_{name} = transform.structured.match ops{{[\"linalg.copy\"]}} in %sl_{name}#0 : ({any}) -> {any}
     %sa_{name}, %sb_{name} = transform.split_handle %sc_{name} : ({any}) -> ({any}, {any})
     %sat_{name}, %saf_{name} = transform.structured.tile_using_forall %sa_{name} tile_sizes [{}] (mapping = [{}]) : ({any}) -> ({any}, {any})
     %sbt_{name}, %sbf_{name} = transform.structured.tile_using_forall %sb_{name} tile_sizes [{}] (mapping = [{}]) : ({any}) -> ({any}, {any})",
-            list(&steps),
+            list(&staged.steps),
+            format!(", {any}").repeat(loops),
             list(&left),
             linear_mapping(&left),
             list(&right),
