@@ -1,0 +1,8 @@
+//! ONNX models into tessera. This first part reads them: the protobuf format as `prost`
+//! messages ([`proto`]) and a model file with its external data ([`read`]); turning a graph
+//! into a tessera module comes next (issue 12).
+
+pub mod proto;
+pub mod read;
+
+pub use read::{read_model, ReadError};
