@@ -1,0 +1,162 @@
+//! ONNX tensors (initializers, `Constant` values) as tessera tensors: the element type mapped,
+//! the shape checked (no negative extents, no overflow, no more bytes than a limit), the data
+//! taken from `raw_data` (little-endian) or from the typed field its element type uses, and its
+//! length checked against the shape, so that a truncated or inconsistent file is an error that
+//! names the tensor, never a short tensor or a panic.
+
+use crate::proto::{DataType, TensorProto};
+use tessera::exec::bytes::{decode, element_bytes};
+use tessera::exec::tensor::Tensor;
+use tessera::types::{ElementType, TensorType};
+
+/// Why an ONNX tensor cannot be a tessera tensor.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("tensor '{name}' {problem}")]
+pub struct TensorError {
+    /// The tensor's name.
+    pub name: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+/// The tessera element type of ONNX data type `data_type`.
+pub fn element_type(data_type: i32) -> Result<ElementType, String> {
+    let Ok(known) = DataType::try_from(data_type) else {
+        return Err(format!(
+            "has data type {data_type}, which ONNX does not define"
+        ));
+    };
+    Ok(match known {
+        DataType::Float => ElementType::F32,
+        DataType::Double => ElementType::F64,
+        DataType::Float16 => ElementType::F16,
+        DataType::Bfloat16 => ElementType::BF16,
+        DataType::Bool => ElementType::I1,
+        DataType::Int8 => ElementType::I8,
+        DataType::Int32 => ElementType::I32,
+        DataType::Int64 => ElementType::I64,
+        other => {
+            return Err(format!(
+                "has elements of type {other:?}, which tessera has no type for (it has f32, f64, f16, bf16, i1, i8, i32, i64)"
+
+            ))
+        }
+    })
+}
+
+/// `proto` as a tessera tensor, refused when it would take more than `limit` bytes.
+pub fn tensor_of(proto: &TensorProto, limit: u64) -> Result<Tensor, TensorError> {
+    let fail = |problem: String| TensorError {
+        name: proto.name.clone(),
+        problem,
+    };
+    let element = element_type(proto.data_type).map_err(fail)?;
+    let shape = proto
+        .dims
+        .iter()
+        .map(|&d| {
+            u64::try_from(d).map_err(|_| {
+                fail(format!(
+                    "has a negative extent ({d}) in its shape {:?}",
+                    proto.dims
+                ))
+            })
+        })
+        .collect::<Result<Vec<u64>, _>>()?;
+    let ty = TensorType::new(shape, element);
+    let width = element_bytes(element) as u64;
+    let bytes = ty
+        .num_elements()
+        .and_then(|n| n.checked_mul(width))
+        .ok_or_else(|| fail(format!("has a shape {:?} whose size overflows", proto.dims)))?;
+    if bytes > limit {
+        return Err(fail(format!(
+            "takes {bytes} bytes, over the limit of {limit}"
+        )));
+    }
+    let count = (bytes / width) as usize;
+    let data = little_endian(proto, element, count).map_err(fail)?;
+    if data.len() as u64 != bytes {
+        return Err(fail(format!(
+            "has {} bytes of data where its shape {:?} of {element} needs {bytes}",
+            data.len(),
+            proto.dims
+        )));
+    }
+    Ok(decode(&ty, &data))
+}
+
+/// The data of `proto` (of `element`, `count` elements) as little-endian bytes: its
+/// `raw_data`, or the typed field ONNX keeps that element type in.
+fn little_endian(
+    proto: &TensorProto,
+    element: ElementType,
+    count: usize,
+) -> Result<Vec<u8>, String> {
+    if !proto.raw_data.is_empty() {
+        return Ok(proto.raw_data.clone());
+    }
+    let fields = [
+        proto.float_data.len(),
+        proto.int32_data.len(),
+        proto.int64_data.len(),
+        proto.double_data.len(),
+    ];
+    if count > 0 && fields.iter().all(|&n| n == 0) {
+        return Err(format!("has no data for its {count} elements"));
+    }
+    let checked = |n: usize, field: &str| match n == count {
+        true => Ok(()),
+        false => Err(format!(
+            "has {n} values in {field} where its shape needs {count}"
+        )),
+    };
+    Ok(match element {
+        ElementType::F32 => {
+            checked(proto.float_data.len(), "float_data")?;
+            proto
+                .float_data
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect()
+        }
+        ElementType::F64 => {
+            checked(proto.double_data.len(), "double_data")?;
+            proto
+                .double_data
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect()
+        }
+        ElementType::I64 => {
+            checked(proto.int64_data.len(), "int64_data")?;
+            proto
+                .int64_data
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect()
+        }
+        ElementType::I32 => {
+            checked(proto.int32_data.len(), "int32_data")?;
+            proto
+                .int32_data
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect()
+        }
+        // 16-bit floats are kept as their bits, 8-bit integers and booleans as their values,
+        // one per int32.
+        ElementType::F16 | ElementType::BF16 => {
+            checked(proto.int32_data.len(), "int32_data")?;
+            proto
+                .int32_data
+                .iter()
+                .flat_map(|&v| (v as u16).to_le_bytes())
+                .collect()
+        }
+        ElementType::I8 | ElementType::I1 => {
+            checked(proto.int32_data.len(), "int32_data")?;
+            proto.int32_data.iter().map(|&v| v as u8).collect()
+        }
+    })
+}
