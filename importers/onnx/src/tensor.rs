@@ -105,58 +105,36 @@ fn little_endian(
     if count > 0 && fields.iter().all(|&n| n == 0) {
         return Err(format!("has no data for its {count} elements"));
     }
-    let checked = |n: usize, field: &str| match n == count {
-        true => Ok(()),
-        false => Err(format!(
-            "has {n} values in {field} where its shape needs {count}"
-        )),
-    };
-    Ok(match element {
-        ElementType::F32 => {
-            checked(proto.float_data.len(), "float_data")?;
-            proto
-                .float_data
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect()
-        }
-        ElementType::F64 => {
-            checked(proto.double_data.len(), "double_data")?;
-            proto
-                .double_data
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect()
-        }
-        ElementType::I64 => {
-            checked(proto.int64_data.len(), "int64_data")?;
-            proto
-                .int64_data
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect()
-        }
-        ElementType::I32 => {
-            checked(proto.int32_data.len(), "int32_data")?;
-            proto
-                .int32_data
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect()
-        }
-        // 16-bit floats are kept as their bits, 8-bit integers and booleans as their values,
-        // one per int32.
+    // 16-bit floats are kept as their bits, 8-bit integers and booleans as their values,
+    // one per int32.
+    match element {
+        ElementType::F32 => field(&proto.float_data, "float_data", count, f32::to_le_bytes),
+        ElementType::F64 => field(&proto.double_data, "double_data", count, f64::to_le_bytes),
+        ElementType::I64 => field(&proto.int64_data, "int64_data", count, i64::to_le_bytes),
+        ElementType::I32 => field(&proto.int32_data, "int32_data", count, i32::to_le_bytes),
         ElementType::F16 | ElementType::BF16 => {
-            checked(proto.int32_data.len(), "int32_data")?;
-            proto
-                .int32_data
-                .iter()
-                .flat_map(|&v| (v as u16).to_le_bytes())
-                .collect()
+            field(&proto.int32_data, "int32_data", count, |v| {
+                (v as u16).to_le_bytes()
+            })
         }
         ElementType::I8 | ElementType::I1 => {
-            checked(proto.int32_data.len(), "int32_data")?;
-            proto.int32_data.iter().map(|&v| v as u8).collect()
+            field(&proto.int32_data, "int32_data", count, |v| [v as u8])
         }
-    })
+    }
+}
+
+/// The `count` values of typed field `name` (`values`), each as the bytes `bytes` gives.
+fn field<T: Copy, const N: usize>(
+    values: &[T],
+    name: &str,
+    count: usize,
+    bytes: impl Fn(T) -> [u8; N],
+) -> Result<Vec<u8>, String> {
+    if values.len() != count {
+        return Err(format!(
+            "has {} values in {name} where its shape needs {count}",
+            values.len()
+        ));
+    }
+    Ok(values.iter().flat_map(|&v| bytes(v)).collect())
 }

@@ -35,25 +35,33 @@ const VIEWS: &[&str] = &[
     "tensor.bitcast",
 ];
 
-/// The bytes of one element of `value` (`None` when it is no shaped value of integers or
-/// floats).
-fn element_bytes(value: mlir_sys::MlirValue) -> Option<i64> {
-    // SAFETY: `value` is a live value of a live operation; its type is only read.
+/// The bytes of one element of the type `ty` (`None` when it is no shaped type of integers,
+/// indices or floats; `i1` takes a byte, `index` eight).
+pub fn element_bytes(ty: mlir_sys::MlirType) -> Option<u64> {
+    // SAFETY: `ty` is a live type; it is only read.
     unsafe {
-        let ty = mlir_sys::mlirValueGetType(value);
         if !mlir_sys::mlirTypeIsAShaped(ty) {
             return None;
         }
         let element = mlir_sys::mlirShapedTypeGetElementType(ty);
-        let bits = if mlir_sys::mlirTypeIsAInteger(element) {
+        let bits = if mlir_sys::mlirTypeIsAIndex(element) {
+            64
+        } else if mlir_sys::mlirTypeIsAInteger(element) {
             mlir_sys::mlirIntegerTypeGetWidth(element)
         } else if mlir_sys::mlirTypeIsAFloat(element) {
             mlir_sys::mlirFloatTypeGetWidth(element)
         } else {
             return None;
         };
-        Some((i64::from(bits) + 7) / 8)
+        Some(u64::from(bits).div_ceil(8))
     }
+}
+
+/// The bytes of one element of `value`'s type, as [`element_bytes`] reads them.
+fn value_element_bytes(value: mlir_sys::MlirValue) -> Option<i64> {
+    // SAFETY: `value` is a live value of a live operation; its type is only read.
+    let ty = unsafe { mlir_sys::mlirValueGetType(value) };
+    element_bytes(ty).and_then(|b| i64::try_from(b).ok())
 }
 
 /// An operation met during a walk. Only attributes change through it, so the walk's order
@@ -130,24 +138,22 @@ impl<'c> WalkedOp<'c> {
         }
     }
 
-    /// The bytes of one element of operand `index` (`None` when it is no shaped value of
-    /// integers or floats).
+    /// The bytes of one element of operand `index` ([`element_bytes`] of its type).
     pub fn operand_element_bytes(&self, index: usize) -> Option<i64> {
         if index >= self.operand_count() {
             return None;
         }
         // SAFETY: as in `name`; `index` is below the operand count.
-        element_bytes(unsafe { mlir_sys::mlirOperationGetOperand(self.raw, index as isize) })
+        value_element_bytes(unsafe { mlir_sys::mlirOperationGetOperand(self.raw, index as isize) })
     }
 
-    /// The bytes of one element of result `index` (`None` when it is no shaped value of
-    /// integers or floats).
+    /// The bytes of one element of result `index` ([`element_bytes`] of its type).
     pub fn result_element_bytes(&self, index: usize) -> Option<i64> {
         if index >= self.result_count() {
             return None;
         }
         // SAFETY: as in `name`; `index` is below the result count.
-        element_bytes(unsafe { mlir_sys::mlirOperationGetResult(self.raw, index as isize) })
+        value_element_bytes(unsafe { mlir_sys::mlirOperationGetResult(self.raw, index as isize) })
     }
 
     /// The loops of a linalg op, as its `LinalgOp` interface sees them: each one's static

@@ -6,7 +6,7 @@
 //! module at every launch through wrappers Debian does not ship, so tessera reads what the
 //! host would do and does it through the CUDA driver itself (src/mlir/gpu/runtime/).
 
-use crate::mlir::bridge::walk::{walk_top_level, WalkedOp};
+use crate::mlir::bridge::walk::{element_bytes, walk_top_level, WalkedOp};
 use crate::mlir::gpu::ptx::kernel_ptx;
 use half::{bf16, f16};
 use melior::ir::attribute::AttributeLike;
@@ -396,24 +396,6 @@ fn result_value(op: MlirOperation, index: usize) -> MlirValue {
 fn value_type(value: MlirValue) -> MlirType {
     // SAFETY: `value` is a live value (an argument or result read above).
     unsafe { mlir_sys::mlirValueGetType(value) }
-}
-
-/// Bytes of one element of the shaped type `ty` (`i1` a byte).
-fn element_bytes(ty: MlirType) -> Option<u64> {
-    // SAFETY: `ty` is a live shaped type; it is only read.
-    unsafe {
-        let element = mlir_sys::mlirShapedTypeGetElementType(ty);
-        let bits = if mlir_sys::mlirTypeIsAIndex(element) {
-            64
-        } else if mlir_sys::mlirTypeIsAInteger(element) {
-            mlir_sys::mlirIntegerTypeGetWidth(element)
-        } else if mlir_sys::mlirTypeIsAFloat(element) {
-            mlir_sys::mlirFloatTypeGetWidth(element)
-        } else {
-            return None;
-        };
-        Some(u64::from(bits).div_ceil(8))
-    }
 }
 
 /// The bytes a memref of static shape `ty` holds.

@@ -214,7 +214,7 @@ pub fn staging(tile: &Loops, bytes: i64, shared_used: i64) -> Option<Staging> {
             return None;
         }
     }
-    let (tile_rows, tile_columns) = register_tile(rows, columns);
+    let (tile_rows, tile_columns) = register_tile(rows, columns, 1);
     let mut registers = vec![0; n];
     registers[n - 3] = tile_rows;
     registers[n - 2] = tile_columns;
@@ -258,8 +258,8 @@ pub fn convolution_block_tiles(loops: &Loops) -> Vec<i64> {
 /// The staging of a convolution (loops n, oh, ow, f, kh, kw, c, unit strides) whose block
 /// tile is `tile`: one image, one window position and a step of up to 32 input channels at a
 /// time, the step's input window (the tile's pixels x channels) and filter slice (channels x
-/// filters) copied into shared memory; each thread a register tile of up to 2 pixels x 4
-/// filters. `None` when it does not pay (fewer than 8 input channels, or 64 outputs) or fit.
+/// filters) copied into shared memory; each thread a register tile of pixels of a row by
+/// filters ([`register_tile`]). `None` when it does not pay (fewer than 8 input channels, or 64 outputs) or fit.
 pub fn convolution_staging(tile: &Loops, bytes: i64, shared_used: i64) -> Option<Staging> {
     if tile.0.len() != 7 {
         return None;
@@ -278,16 +278,7 @@ pub fn convolution_staging(tile: &Loops, bytes: i64, shared_used: i64) -> Option
             return None;
         }
     }
-    // The most threads up to a block's, then the squarest tile.
-    let (tile_columns, tile_filters) = (1..=columns.min(2))
-        .filter(|d| columns % d == 0)
-        .flat_map(|c| {
-            (1..=filters.min(4))
-                .filter(move |f| filters % f == 0)
-                .map(move |f| (c, f))
-        })
-        .filter(|&(c, f)| rows * (columns / c) * (filters / f) <= BLOCK_THREADS)
-        .max_by_key(|&(c, f)| (rows * (columns / c) * (filters / f), -(c + f)))?;
+    let (tile_columns, tile_filters) = register_tile(columns, filters, rows);
     Some(Staging {
         reduction_step: step,
         steps: vec![1, 0, 0, 0, 1, 1, step],
@@ -307,21 +298,21 @@ pub fn convolution_staging(tile: &Loops, bytes: i64, shared_used: i64) -> Option
     })
 }
 
-/// Each thread's register tile of a `rows` x `columns` block tile: divisors of both of at
-/// most [`REGISTER_OUTPUTS`] outputs that use as many of the block's threads as there are
-/// (no more), then the squarest (a t x t tile reads 2t operands from shared memory for t^2
-/// FMAs); when even the largest leaves more than a block's threads, the largest.
-fn register_tile(rows: i64, columns: i64) -> (i64, i64) {
+/// Each thread's register tile of a `rows` x `columns` block tile, itself repeated `outer`
+/// times over threads (a convolution's pixel rows): divisors of both of at most
+/// [`REGISTER_OUTPUTS`] outputs that use as many of the block's threads as there are (no
+/// more), then the squarest (a t x t tile reads 2t operands from shared memory for t^2
+/// FMAs), then the wider along columns (the innermost loop, read as vectors); when even the
+/// largest leaves more than a block's threads, the largest.
+fn register_tile(rows: i64, columns: i64, outer: i64) -> (i64, i64) {
     let divisors = |e: i64| (1..=e.min(REGISTER_OUTPUTS)).filter(move |d| e % d == 0);
     divisors(rows)
         .flat_map(|r| divisors(columns).map(move |c| (r, c)))
         .filter(|&(r, c)| r * c <= REGISTER_OUTPUTS)
         .max_by_key(|&(r, c)| {
-            let threads = (rows / r) * (columns / c);
+            let threads = outer * (rows / r) * (columns / c);
             let fits = threads <= BLOCK_THREADS;
-            // Fitting first; then the most threads when fitting, the fewest otherwise; then
-            // the squarest.
-            (fits, if fits { threads } else { -threads }, -(r + c))
+            (fits, if fits { threads } else { -threads }, -(r + c), c)
         })
         .unwrap_or((1, 1))
 }
@@ -450,12 +441,16 @@ mod tests {
 
     #[test]
     fn register_tiles_fill_the_block_squarest_first() {
-        assert_eq!(register_tile(64, 64), (4, 4));
-        assert_eq!(register_tile(16, 64), (2, 2));
+        assert_eq!(register_tile(64, 64, 1), (4, 4));
+        assert_eq!(register_tile(16, 64, 1), (2, 2));
         // 10 columns (the seed MLP's output): 2 x 2, 160 threads.
-        assert_eq!(register_tile(64, 10), (2, 2));
+        assert_eq!(register_tile(64, 10, 1), (2, 2));
         // More outputs than 256 threads x 16 registers: the largest tile.
-        assert_eq!(register_tile(128, 128), (4, 4));
+        assert_eq!(register_tile(128, 128, 1), (4, 4));
+        // 8 rows of 8 pixels x 32 filters: 2 x 4 over 256 threads, the wider tile along the
+        // filters; 6 rows of 6 x 32: 3 x 2 over 192 threads, more than 2 x 4 would use.
+        assert_eq!(register_tile(8, 32, 8), (2, 4));
+        assert_eq!(register_tile(6, 32, 6), (3, 2));
     }
 
     #[test]

@@ -17,8 +17,6 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tessera::diag::render_all;
-use tessera::exec::random::random_tensor;
-use tessera::exec::tensor::Tensor;
 use tessera::frontend::load;
 use tessera::mlir::gpu::runtime::device::Device;
 use tessera::mlir::gpu::runtime::executable::GpuExecutable;
@@ -238,12 +236,7 @@ pub fn measure_workload(
         .map_err(|d| Failure::Diagnostics(render_all(&d, &file)))?;
     let signatures = tessera::exec::signature::Signature::of_module(&module);
     let mut executable = GpuExecutable::load(plan, signatures).map_err(|e| e.to_string())?;
-    let inputs: Vec<Tensor> = func
-        .params
-        .iter()
-        .enumerate()
-        .map(|(position, &p)| random_tensor(&func.value(p).ty, position as u64))
-        .collect();
+    let inputs = crate::bench::random_inputs(func);
     let bytes = inputs
         .iter()
         .map(|t| t.ty.clone())

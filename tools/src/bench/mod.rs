@@ -475,12 +475,7 @@ fn measure_workload(
         jit_options(&module, &pipeline),
     )
     .map_err(|d| Failure::Diagnostics(render_all(&d, &file)))?;
-    let tensors: Vec<Tensor> = func
-        .params
-        .iter()
-        .enumerate()
-        .map(|(position, &p)| random_tensor(&func.value(p).ty, position as u64))
-        .collect();
+    let tensors = random_inputs(func);
     let inputs = tensors
         .iter()
         .map(|t| {
@@ -534,6 +529,16 @@ fn measure_workload(
         kernels,
         bound: workload.bound,
     })
+}
+
+/// Random inputs for `func`'s parameters, from a fixed seed per position (the same in every
+/// mode and on every target).
+pub fn random_inputs(func: &tessera::ir::Func) -> Vec<Tensor> {
+    func.params
+        .iter()
+        .enumerate()
+        .map(|(position, &p)| random_tensor(&func.value(p).ty, position as u64))
+        .collect()
 }
 
 /// The index of `workload`'s timed function in `module`: the one named, or the only one.

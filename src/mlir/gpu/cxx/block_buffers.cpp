@@ -65,15 +65,13 @@ struct PromoteBlockBuffers
     replace(alloc, replacement);
   }
 
-  /// Makes `alloc` this block's slice of a global buffer allocated before `launch`, one
-  /// slice per block of its grid (`grid` blocks along x, y and z); `false` when its type is
-  /// not a plain memref.
-  static bool toGlobal(mlir::gpu::LaunchOp launch, mlir::memref::AllocOp alloc,
+  /// Makes `alloc` (a plain memref: identity layout, default memory space) this block's
+  /// slice of a global buffer allocated before `launch`, one slice per block of its grid
+  /// (`grid` blocks along x, y and z).
+  static void toGlobal(mlir::gpu::LaunchOp launch, mlir::memref::AllocOp alloc,
                        std::array<int64_t, 3> grid) {
     int64_t blocks = grid[0] * grid[1] * grid[2];
     mlir::MemRefType type = alloc.getType();
-    if (!type.getLayout().isIdentity() || type.getMemorySpace())
-      return false;
     int64_t bytes = alignedBytes(type);
     mlir::Location loc = alloc.getLoc();
     mlir::OpBuilder host(launch);
@@ -97,7 +95,6 @@ struct PromoteBlockBuffers
     auto view = b.create<mlir::memref::ViewOp>(loc, type, global.getResult(), shift,
                                                mlir::ValueRange{});
     replace(alloc, view.getResult());
-    return true;
   }
 
   /// Replaces `alloc` by `value`, its frees dropped.
@@ -125,40 +122,44 @@ struct PromoteBlockBuffers
         }
         (type.getMemorySpace() == workgroup ? staged : others) += alignedBytes(type);
       }
-      if (staged > kStaticSharedBytes) {
-        allocs.front().emitError("this kernel's staged tiles need ")
-            << staged << " bytes of shared memory per block, more than the "
-            << kStaticSharedBytes << " a block has on every chip";
+      auto tooLarge = [&](mlir::Operation *at, int64_t bytes, llvm::StringRef what,
+                          llvm::StringRef why) {
+        at->emitError("this kernel's ")
+            << what << " need " << bytes << " bytes of shared memory per block, more than the "
+            << kStaticSharedBytes << " a block has on every chip" << why;
         return mlir::WalkResult::interrupt();
-      }
+      };
+      auto isStaged = [&](mlir::memref::AllocOp a) {
+        return a.getType().getMemorySpace() == workgroup;
+      };
+      if (staged > kStaticSharedBytes)
+        return tooLarge(*llvm::find_if(allocs, isStaged), staged, "staged tiles", "");
       // Buffers that do not fit beside the staged tiles go to global memory, a slice per
       // block: slower than shared memory, but every fusion group the CPU's tiles make fits.
+      // Everything is checked before anything changes.
       bool global = staged + others > kStaticSharedBytes;
       std::array<int64_t, 3> grid = {1, 1, 1};
-      mlir::Value sizes[] = {launch.getGridSizeX(), launch.getGridSizeY(), launch.getGridSizeZ()};
-      for (int d = 0; d < 3; ++d) {
-        std::optional<int64_t> count = mlir::getConstantIntValue(sizes[d]);
-        if (!count) {
-          global = false;
-          break;
+      if (global) {
+        mlir::Value sizes[] = {launch.getGridSizeX(), launch.getGridSizeY(),
+                               launch.getGridSizeZ()};
+        for (int d = 0; d < 3; ++d) {
+          std::optional<int64_t> count = mlir::getConstantIntValue(sizes[d]);
+          if (!count)
+            return tooLarge(launch, staged + others, "temporary buffers",
+                            ", and its grid is not static");
+          grid[d] = *count;
         }
-        grid[d] = *count;
+        for (mlir::memref::AllocOp alloc : allocs)
+          if (!isStaged(alloc) && (!alloc.getType().getLayout().isIdentity() ||
+                                   alloc.getType().getMemorySpace()))
+            return tooLarge(alloc, staged + others, "temporary buffers",
+                            ", and this one cannot move to global memory");
       }
       for (mlir::memref::AllocOp alloc : allocs) {
-        if (alloc.getType().getMemorySpace() == workgroup || !global) {
+        if (isStaged(alloc) || !global)
           toShared(launch, alloc, workgroup);
-        } else if (!toGlobal(launch, alloc, grid)) {
-          alloc.emitError("this kernel's temporary buffers need ")
-              << staged + others << " bytes of shared memory per block, more than the "
-              << kStaticSharedBytes << " a block has on every chip";
-          return mlir::WalkResult::interrupt();
-        }
-      }
-      if (!global && staged + others > kStaticSharedBytes) {
-        launch.emitError("this kernel's temporary buffers need ")
-            << staged + others << " bytes of shared memory per block, more than the "
-            << kStaticSharedBytes << " a block has on every chip, and its grid is not static";
-        return mlir::WalkResult::interrupt();
+        else
+          toGlobal(launch, alloc, grid);
       }
       return mlir::WalkResult::advance();
     });
