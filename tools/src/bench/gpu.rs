@@ -210,31 +210,56 @@ pub fn measure_limits(device: &Device) -> Result<GpuLimits, String> {
     })
 }
 
-/// Compiles and times `workload` in `mode` for `limits`' chip, with `time` of timed calls;
+/// A workload's model, verified, and the index of its timed function.
+pub struct Loaded {
+    /// Its source.
+    pub file: SourceFile,
+    /// The verified module.
+    pub module: tessera::ir::Module,
+    /// The timed function.
+    pub entry: usize,
+}
+
+/// `workload` through the front end; its diagnostics, rendered, when it is not valid.
+pub fn load_workload(workload: &Workload) -> Result<Loaded, Failure> {
+    let file = SourceFile::new(workload.path.clone(), workload.source.clone());
+    let module = load(&file, 0..file.text().len(), &registry())
+        .map_err(|d| Failure::Diagnostics(render_all(&d, &file)))?;
+    let entry = crate::bench::entry_index(workload, &module)?;
+    Ok(Loaded {
+        file,
+        module,
+        entry,
+    })
+}
+
+/// Compiles and times `workload` (`loaded`) in `mode` for `limits`' chip, with `time` of timed calls;
 /// with `save`, writes its inputs and its first call's outputs there as `.npy`.
 pub fn measure_workload(
     workload: &Workload,
+    loaded: &Loaded,
     mode: Mode,
     limits: &GpuLimits,
     time: Duration,
     save: Option<&Path>,
 ) -> Result<GpuMeasurement, Failure> {
-    let file = SourceFile::new(workload.path.clone(), workload.source.clone());
-    let module = load(&file, 0..file.text().len(), &registry())
-        .map_err(|d| Failure::Diagnostics(render_all(&d, &file)))?;
-    let entry = crate::bench::entry_index(workload, &module)?;
-    let func = &module.funcs[entry];
-    let flops = decompose(&module)
+    let Loaded {
+        file,
+        module,
+        entry,
+    } = loaded;
+    let func = &module.funcs[*entry];
+    let flops = decompose(module)
         .map_err(|e| format!("{}: {e}", workload.path))?
-        .flops(entry);
+        .flops(*entry);
     let mut pipeline = Pipeline::preset_for(Target::Cuda, mode.level, mode.fusion, None);
     if table_names(GPU_CHIPS).any(|c| c == limits.chip) {
         pipeline.set_option("tessera-lower-to-nvvm", "chip", &limits.chip);
     }
     let context = MlirContext::new();
-    let (plan, compile) = tessera::mlir::gpu::compile::compile(&context, &module, &file, &pipeline)
-        .map_err(|d| Failure::Diagnostics(render_all(&d, &file)))?;
-    let signatures = tessera::exec::signature::Signature::of_module(&module);
+    let (plan, compile) = tessera::mlir::gpu::compile::compile(&context, module, file, &pipeline)
+        .map_err(|d| Failure::Diagnostics(render_all(&d, file)))?;
+    let signatures = tessera::exec::signature::Signature::of_module(module);
     let mut executable = GpuExecutable::load(plan, signatures).map_err(|e| e.to_string())?;
     let inputs = crate::bench::random_inputs(func);
     let bytes = inputs
@@ -407,12 +432,17 @@ pub fn bench(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<(), Failure> {
+    // Every model is checked before anything reaches the device.
+    let loaded = workloads
+        .iter()
+        .map(load_workload)
+        .collect::<Result<Vec<_>, _>>()?;
     let device = Device::open()?;
     let _ = writeln!(err, "measuring the device's limits");
     let limits = measure_limits(&device)?;
     drop(device);
     let mut results = Vec::new();
-    for workload in workloads {
+    for (workload, loaded) in workloads.iter().zip(&loaded) {
         for (index, &mode) in modes.iter().enumerate() {
             let _ = writeln!(err, "{} {}", workload.id, mode.label());
             let save = files
@@ -421,6 +451,7 @@ pub fn bench(
                 .map(|dir| dir.join(&workload.id));
             results.push(measure_workload(
                 workload,
+                loaded,
                 mode,
                 &limits,
                 time,

@@ -249,3 +249,26 @@ fn tessera_bench_on_the_gpu_reports_the_device_and_its_limits() {
         assert!(text.contains(field), "{field} missing: {text}");
     }
 }
+
+#[test]
+fn tessera_bench_on_the_gpu_checks_the_model_before_the_device() {
+    let model = std::env::temp_dir().join(format!("tessera-gpu-bad-{}.tsr", std::process::id()));
+    std::fs::write(
+        &model,
+        "func @f(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {\n  %y = nn.softmax %x\n  return %y : tensor<4x9xf32>\n}\n",
+    )
+    .expect("the model is written");
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera-bench"))
+        .arg(&model)
+        .arg("--target=cuda")
+        .output()
+        .expect("tessera-bench starts");
+    let _ = std::fs::remove_file(&model);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(":3:15: error: written type (tensor<4x9xf32>) does not match"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(NO_DRIVER), "{stderr}");
+}
