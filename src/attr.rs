@@ -1,8 +1,10 @@
 //! Attribute values and dense tensor literals, as they stand in a verified module.
 
+use crate::exec::bytes::scalar_at;
 use crate::number::format_float;
 use crate::types::{ElementType, TensorType};
 use std::fmt;
+use std::sync::Arc;
 
 /// True when two floats have the same bits, or are both NaN (all NaNs print as `nan`).
 pub fn same_float(a: f64, b: f64) -> bool {
@@ -97,7 +99,7 @@ impl fmt::Display for Attribute {
             Attribute::Int(v) => write!(f, "{v}"),
             Attribute::Float(v) => f.write_str(&format_float(*v, ElementType::F64)),
             Attribute::Bool(v) => write!(f, "{v}"),
-            Attribute::Str(v) => write_quoted(f, v),
+            Attribute::Str(v) => f.write_str(&quoted(v)),
             Attribute::List(items) => {
                 f.write_str("[")?;
                 for (i, item) in items.iter().enumerate() {
@@ -112,20 +114,21 @@ impl fmt::Display for Attribute {
     }
 }
 
-/// Writes `s` as a string literal, escaping `"`, `\` and control characters.
-fn write_quoted(f: &mut fmt::Formatter<'_>, s: &str) -> fmt::Result {
-    f.write_str("\"")?;
+/// `s` as a string literal, escaping `"`, `\\` and control characters.
+pub fn quoted(s: &str) -> String {
+    let mut out = String::from("\"");
     for c in s.chars() {
         match c {
-            '"' => f.write_str("\\\"")?,
-            '\\' => f.write_str("\\\\")?,
-            '\n' => f.write_str("\\n")?,
-            '\t' => f.write_str("\\t")?,
-            c if c.is_control() => write!(f, "\\u{{{:x}}}", c as u32)?,
-            c => write!(f, "{c}")?,
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
         }
     }
-    f.write_str("\"")
+    out.push('"');
+    out
 }
 
 /// One element of a dense literal, already converted to the tensor's element type.
@@ -177,6 +180,31 @@ pub enum DenseValue {
     Splat(Scalar),
     /// `dense<[[1.0, 2.0], [3.0, 4.0]]>`: the elements in row-major order.
     Elements(Vec<Scalar>),
+    /// `external<"file", "key">`: the elements stored in a side file, read when the module
+    /// was loaded.
+    External(ExternalTensor),
+}
+
+/// The elements of a literal kept in a side file, and where they came from.
+#[derive(Clone, Debug)]
+pub struct ExternalTensor {
+    /// The side file, as written (relative to the module's folder).
+    pub file: String,
+    /// The tensor's key in that file.
+    pub key: String,
+    /// The elements' type.
+    pub element: ElementType,
+    /// The elements, little-endian in row-major order (`i1` a byte each).
+    pub bytes: Arc<[u8]>,
+}
+
+impl PartialEq for ExternalTensor {
+    fn eq(&self, other: &ExternalTensor) -> bool {
+        self.file == other.file
+            && self.key == other.key
+            && self.element == other.element
+            && (Arc::ptr_eq(&self.bytes, &other.bytes) || self.bytes == other.bytes)
+    }
 }
 
 impl DenseValue {
@@ -190,6 +218,13 @@ impl DenseValue {
                 out.push('>');
                 out
             }
+            DenseValue::External(tensor) => {
+                format!(
+                    "external<{}, {}>",
+                    quoted(&tensor.file),
+                    quoted(&tensor.key)
+                )
+            }
         }
     }
 
@@ -198,6 +233,7 @@ impl DenseValue {
         match self {
             DenseValue::Splat(s) => *s,
             DenseValue::Elements(items) => items[index],
+            DenseValue::External(tensor) => scalar_at(tensor.element, &tensor.bytes, index),
         }
     }
 }

@@ -6,6 +6,7 @@ use crate::ir::Module;
 use crate::source::{SourceFile, Span};
 use crate::syntax::parser::parse_module;
 use crate::verify::verify;
+use crate::weights::{SideFiles, TensorStore};
 use std::ops::Range;
 
 /// Decodes `bytes` read from `name`. Invalid UTF-8 or a NUL byte is an error at its place;
@@ -34,18 +35,29 @@ pub fn decode(name: &str, bytes: &[u8]) -> (SourceFile, Option<Diagnostic>) {
     }
 }
 
-/// Parses and verifies `range` of `file`. Syntax errors stop before verification (a
-/// half-parsed module would only produce follow-on errors).
+/// Parses and verifies `range` of `file`, its `external<...>` literals read from the side
+/// files in the folder of the file's name ([`SideFiles::beside`]). Syntax errors stop before
+/// verification (a half-parsed module would only produce follow-on errors).
 pub fn load(
     file: &SourceFile,
     range: Range<usize>,
     registry: &Registry,
 ) -> Result<Module, Vec<Diagnostic>> {
+    load_with(file, range, registry, &SideFiles::beside(file.name()))
+}
+
+/// [`load`], with `external<...>` literals read from `store`.
+pub fn load_with(
+    file: &SourceFile,
+    range: Range<usize>,
+    registry: &Registry,
+    store: &dyn TensorStore,
+) -> Result<Module, Vec<Diagnostic>> {
     let (ast, syntax_errors) = parse_module(file, range);
     if !syntax_errors.is_empty() {
         return Err(syntax_errors);
     }
-    verify(&ast, registry)
+    verify(&ast, registry, store)
 }
 
 /// Splits `text` at lines that are exactly `// -----` (as `mlir-opt --split-input-file`),

@@ -21,3 +21,4 @@ pub mod syntax;
 pub mod transforms;
 pub mod types;
 pub mod verify;
+pub mod weights;

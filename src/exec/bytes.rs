@@ -1,6 +1,7 @@
 //! Tensors as the bytes compiled code reads and writes, on the CPU and the GPU alike: the
 //! elements in row-major order, little-endian, each in its element type (`i1` a byte).
 
+use crate::attr::Scalar;
 use crate::exec::tensor::{Tensor, TensorData};
 use crate::types::{ElementClass, ElementType, TensorType};
 use half::{bf16, f16};
@@ -43,39 +44,48 @@ pub fn encode(tensor: &Tensor) -> Vec<u8> {
 /// The tensor of type `ty` whose elements `bytes` holds.
 pub fn decode(ty: &TensorType, bytes: &[u8]) -> Tensor {
     let element = ty.element;
-    let width = element_bytes(element);
-    let chunks = bytes.chunks_exact(width);
+    let chunks = bytes.chunks_exact(element_bytes(element));
     let data = match element.class() {
-        ElementClass::Float => TensorData::Float(
-            chunks
-                .map(|c| match element {
-                    ElementType::F32 => f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-                    ElementType::F16 => f16::from_le_bytes([c[0], c[1]]).to_f64(),
-                    ElementType::BF16 => bf16::from_le_bytes([c[0], c[1]]).to_f64(),
-                    _ => f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]),
-                })
-                .collect(),
-        ),
-        ElementClass::Int => TensorData::Int(
-            chunks
-                .map(|c| {
-                    // Sign-extend from the element's width.
-                    let mut bytes = if c[width - 1] & 0x80 != 0 {
-                        [0xff; 8]
-                    } else {
-                        [0; 8]
-                    };
-                    bytes[..width].copy_from_slice(c);
-                    i64::from_le_bytes(bytes)
-                })
-                .collect(),
-        ),
+        ElementClass::Float => TensorData::Float(chunks.map(|c| read_float(element, c)).collect()),
+        ElementClass::Int => TensorData::Int(chunks.map(read_int).collect()),
         ElementClass::Bool => TensorData::Bool(chunks.map(|c| c[0] & 1 != 0).collect()),
     };
     Tensor {
         ty: ty.clone(),
         data,
     }
+}
+
+/// Element `index` of the `element`-typed elements `bytes` holds, as a literal element.
+pub fn scalar_at(element: ElementType, bytes: &[u8], index: usize) -> Scalar {
+    let width = element_bytes(element);
+    let chunk = &bytes[index * width..(index + 1) * width];
+    match element.class() {
+        ElementClass::Float => Scalar::Float(read_float(element, chunk)),
+        ElementClass::Int => Scalar::Int(read_int(chunk)),
+        ElementClass::Bool => Scalar::Bool(chunk[0] & 1 != 0),
+    }
+}
+
+/// The float one element's little-endian bytes hold.
+fn read_float(element: ElementType, c: &[u8]) -> f64 {
+    match element {
+        ElementType::F32 => f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+        ElementType::F16 => f16::from_le_bytes([c[0], c[1]]).to_f64(),
+        ElementType::BF16 => bf16::from_le_bytes([c[0], c[1]]).to_f64(),
+        _ => f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]),
+    }
+}
+
+/// The integer one element's little-endian bytes hold, sign-extended from its width.
+fn read_int(c: &[u8]) -> i64 {
+    let mut bytes = if c[c.len() - 1] & 0x80 != 0 {
+        [0xff; 8]
+    } else {
+        [0; 8]
+    };
+    bytes[..c.len()].copy_from_slice(c);
+    i64::from_le_bytes(bytes)
 }
 
 #[cfg(test)]

@@ -97,6 +97,30 @@ pub enum AstArg {
     Value(Name),
     /// A `dense<...>` literal.
     Dense(AstDense),
+    /// An `external<"file", "key">` literal.
+    External(AstExternal),
+}
+
+impl AstArg {
+    /// Where the argument was written.
+    pub fn span(&self) -> Span {
+        match self {
+            AstArg::Value(name) => name.span,
+            AstArg::Dense(dense) => dense.span,
+            AstArg::External(external) => external.span,
+        }
+    }
+}
+
+/// `external<"file", "key">`: a tensor stored in a side file.
+#[derive(Clone, Debug)]
+pub struct AstExternal {
+    /// The side file's path relative to the module's folder, escapes resolved, and its place.
+    pub file: (String, Span),
+    /// The tensor's key in that file, and its place.
+    pub key: (String, Span),
+    /// The whole `external<...>`.
+    pub span: Span,
 }
 
 /// `dense<...>`.

@@ -361,6 +361,7 @@ fn rule_name(rule: Rule) -> Option<&'static str> {
         Rule::attr_dict => "attributes ({...})",
         Rule::attr_entry | Rule::ident => "identifier",
         Rule::dense => "dense literal",
+        Rule::external => "external literal",
         Rule::int => "integer",
         Rule::float => "float",
         Rule::boolean => "boolean",
@@ -500,6 +501,7 @@ fn op_stmt(pair: Pair<'_, Rule>, base: usize) -> AstOp {
                     .into_inner()
                     .map(|arg| match arg.as_rule() {
                         Rule::dense => AstArg::Dense(dense(arg, base)),
+                        Rule::external => AstArg::External(external(arg, base)),
                         _ => AstArg::Value(name(arg, base)),
                     })
                     .collect()
@@ -562,6 +564,22 @@ fn dense(pair: Pair<'_, Rule>, base: usize) -> AstDense {
     let whole = span(&pair, base);
     let body = literal(pair.into_inner().next().expect("dense body"), base);
     AstDense { body, span: whole }
+}
+
+fn external(pair: Pair<'_, Rule>, base: usize) -> AstExternal {
+    let whole = span(&pair, base);
+    let mut strings = pair.into_inner().map(|string| {
+        let at = span(&string, base);
+        let inner = string.into_inner().next().map_or("", |p| p.as_str());
+        (unescape(inner), at)
+    });
+    let file = strings.next().expect("external file");
+    let key = strings.next().expect("external key");
+    AstExternal {
+        file,
+        key,
+        span: whole,
+    }
 }
 
 fn literal(pair: Pair<'_, Rule>, base: usize) -> AstLiteral {

@@ -1,11 +1,40 @@
-//! Written `dense<...>` literals to [`DenseValue`]s of a given tensor type: nesting that
-//! matches the shape, and elements that fit the element type.
+//! Written literals to [`DenseValue`]s of a given tensor type: `dense<...>` nesting that
+//! matches the shape with elements that fit the element type, `external<...>` tensors of
+//! exactly that type in their side file.
 
-use crate::attr::{DenseValue, Scalar};
+use crate::attr::{DenseValue, ExternalTensor, Scalar};
 use crate::diag::Diagnostic;
 use crate::number::parse_float;
-use crate::syntax::ast::{AstDense, AstLiteral, AstScalar, ScalarKind};
+use crate::syntax::ast::{AstDense, AstExternal, AstLiteral, AstScalar, ScalarKind};
 use crate::types::{ElementClass, ElementType, TensorType};
+use crate::weights::TensorStore;
+
+/// The tensor `ast` refers to, read from `store`, which must have type `ty`.
+pub fn external_value(
+    ast: &AstExternal,
+    ty: &TensorType,
+    store: &dyn TensorStore,
+) -> Result<DenseValue, Diagnostic> {
+    let (file, key) = (&ast.file.0, &ast.key.0);
+    let stored = store
+        .tensor(file, key)
+        .map_err(|why| Diagnostic::error(ast.span, why))?;
+    if stored.ty != *ty {
+        return Err(Diagnostic::error(
+            ast.key.1,
+            format!(
+                "tensor '{key}' of '{file}' is {}, but the result type is {ty}",
+                stored.ty
+            ),
+        ));
+    }
+    Ok(DenseValue::External(ExternalTensor {
+        file: file.clone(),
+        key: key.clone(),
+        element: ty.element,
+        bytes: stored.bytes,
+    }))
+}
 
 /// The value of `ast` as a tensor of type `ty`.
 pub fn dense_value(ast: &AstDense, ty: &TensorType) -> Result<DenseValue, Diagnostic> {

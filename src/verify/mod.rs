@@ -24,13 +24,18 @@ use crate::source::Span;
 use crate::suggest::did_you_mean;
 use crate::syntax::ast::*;
 use crate::types::TensorType;
+use crate::weights::TensorStore;
 use std::collections::{BTreeMap, HashMap};
 
 /// How many names "did you mean" compares a misspelled one with.
 const SUGGESTION_CANDIDATES: usize = 256;
 
-/// Verifies `ast` against the ops of `registry`.
-pub fn verify(ast: &AstModule, registry: &Registry) -> Result<Module, Vec<Diagnostic>> {
+/// Verifies `ast` against the ops of `registry`; `external<...>` literals are read from `store`.
+pub fn verify(
+    ast: &AstModule,
+    registry: &Registry,
+    store: &dyn TensorStore,
+) -> Result<Module, Vec<Diagnostic>> {
     let mut diags = Vec::new();
     let signatures = signatures(ast, &mut diags);
     let funcs: Vec<Option<Func>> = ast
@@ -40,6 +45,7 @@ pub fn verify(ast: &AstModule, registry: &Registry) -> Result<Module, Vec<Diagno
         .map(|(func, sig)| {
             FuncVerifier {
                 registry,
+                store,
                 ast_funcs: &ast.funcs,
                 signatures: &signatures,
                 values: Vec::new(),
@@ -184,6 +190,7 @@ fn check_call_cycles(ast: &AstModule, funcs: &[Option<Func>], diags: &mut Vec<Di
 /// Verifies one function body.
 struct FuncVerifier<'a> {
     registry: &'a Registry,
+    store: &'a dyn TensorStore,
     ast_funcs: &'a [AstFunc],
     signatures: &'a [Signature],
     /// Every value defined so far; `None` type when its defining op failed to verify.
@@ -419,17 +426,19 @@ impl FuncVerifier<'_> {
         let mut value_names = Vec::new();
         for (position, arg) in op.args.iter().enumerate() {
             match arg {
-                AstArg::Dense(dense) if schema.literal.is_some() && position == 0 => {
-                    literal = Some(dense)
+                AstArg::Dense(_) | AstArg::External(_)
+                    if schema.literal.is_some() && position == 0 =>
+                {
+                    literal = Some(arg)
                 }
-                AstArg::Dense(dense) => {
+                AstArg::Dense(_) | AstArg::External(_) => {
                     let why = if schema.literal.is_some() {
                         "takes its literal as the first argument only"
                     } else {
                         "takes no literal"
                     };
                     self.diags
-                        .push(Diagnostic::error(dense.span, format!("'{full}' {why}")));
+                        .push(Diagnostic::error(arg.span(), format!("'{full}' {why}")));
                     ok = false;
                 }
                 AstArg::Value(v) => value_names.push(v),
@@ -438,7 +447,9 @@ impl FuncVerifier<'_> {
         if schema.literal.is_some() && literal.is_none() {
             self.diags.push(Diagnostic::error(
                 name.span,
-                format!("'{full}' requires a dense<...> literal as its first argument"),
+                format!(
+                    "'{full}' requires a literal (dense<...> or external<...>) as its first argument"
+                ),
             ));
             ok = false;
         }
@@ -494,12 +505,17 @@ impl FuncVerifier<'_> {
             return None;
         }
         let literal = match literal {
-            Some(dense) => {
+            Some(arg) => {
                 let ty = &written
                     .as_ref()
                     .expect("literal ops require a written type")[0]
                     .0;
-                Some(report(literal::dense_value(dense, ty), self.diags)?)
+                let value = match arg {
+                    AstArg::External(external) => literal::external_value(external, ty, self.store),
+                    AstArg::Dense(dense) => literal::dense_value(dense, ty),
+                    AstArg::Value(_) => unreachable!("only literals are taken as the literal"),
+                };
+                Some(report(value, self.diags)?)
             }
             None => None,
         };
@@ -594,7 +610,7 @@ impl FuncVerifier<'_> {
             .iter()
             .filter_map(|a| match a {
                 AstArg::Value(v) => Some(v),
-                AstArg::Dense(_) => None,
+                AstArg::Dense(_) | AstArg::External(_) => None,
             })
             .collect();
         let operands = self.use_values(&args, index, later_defs);

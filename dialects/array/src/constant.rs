@@ -1,4 +1,5 @@
-//! `array.constant`: a tensor given by a `dense<...>` literal.
+//! `array.constant`: a tensor given by a literal, written (`dense<...>`) or in a side file
+//! (`external<...>`).
 
 use tessera::dialect::{OpDef, OpSchema};
 use tessera::infer::InferContext;
@@ -14,10 +15,10 @@ pub static CONSTANT: Constant = Constant;
 static SCHEMA: OpSchema = OpSchema {
     dialect: "array",
     name: "constant",
-    summary: "A tensor given by a `dense<...>` literal.",
-    description: "`%c = array.constant dense<0.5> : tensor<10xf32>` (a splat: every element the same) or `dense<[[1.0, 2.0], [3.0, 4.0]]>` (every element, nested by the shape). The result type is required and types the literal; integers are accepted in float tensors, `true`/`false` are the `i1` elements.",
+    summary: "A tensor given by a `dense<...>` literal or stored in a side file (`external<...>`).",
+    description: "`%c = array.constant dense<0.5> : tensor<10xf32>` (a splat: every element the same) or `dense<[[1.0, 2.0], [3.0, 4.0]]>` (every element, nested by the shape). The result type is required and types the literal; integers are accepted in float tensors, `true`/`false` are the `i1` elements. `external<\"w.safetensors\", \"fc.weight\">` is the tensor `fc.weight` of the safetensors file `w.safetensors` in the module's folder, whose dtype and shape must be exactly the result type's: weights stay binary.",
     operands: &[],
-    literal: Some("`dense<...>`: one scalar (a splat) or lists nested exactly as the result's shape"),
+    literal: Some("`dense<...>`: one scalar (a splat) or lists nested exactly as the result's shape; or `external<\"file\", \"key\">`: a tensor of a safetensors side file"),
     attrs: &[],
     results: 1,
     result_type_required: true,

@@ -650,7 +650,7 @@ impl ConvertToMlir for Argmax {
 
 impl ConvertToMlir for Constant {
     fn lowering(&self) -> &'static str {
-        "`arith.constant dense<...>`"
+        "`arith.constant dense<...>` (a side file's tensor copied in as one raw buffer)"
     }
 
     fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {

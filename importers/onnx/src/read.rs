@@ -6,6 +6,7 @@
 use crate::proto::{DataLocation, ModelProto, TensorProto};
 use prost::Message;
 use std::path::{Path, PathBuf};
+use tessera::weights::confined;
 
 /// Why a model could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -87,19 +88,7 @@ fn load_external(model: &Path, folder: &Path, tensor: &mut TensorProto) -> Resul
     };
     let offset = number("offset")?.unwrap_or(0);
     let length = number("length")?;
-    let base = folder
-        .canonicalize()
-        .map_err(|e| fail(format!("cannot be found: the model's folder: {e}")))?;
-    let file = base
-        .join(location)
-        .canonicalize()
-        .map_err(|e| fail(format!("is in '{location}', which cannot be opened: {e}")))?;
-    if !file.starts_with(&base) {
-        return Err(fail(format!(
-            "is in '{location}', outside the model's folder '{}': refused",
-            base.display()
-        )));
-    }
+    let file = confined(folder, location).map_err(|e| fail(format!("is unusable: {e}")))?;
     let data =
         std::fs::read(&file).map_err(|e| fail(format!("cannot be read from '{location}': {e}")))?;
     let start = usize::try_from(offset).unwrap_or(usize::MAX);

@@ -83,7 +83,7 @@ fn external_data_outside_the_models_folder_is_refused() {
     );
     let message = error.to_string();
     assert!(
-        message.contains("is in '../weights.bin', outside the model's folder")
+        message.contains("is unusable: '../weights.bin' lies outside the folder")
             && message.ends_with("refused"),
         "{message}"
     );

@@ -16,7 +16,7 @@ use melior::ir::operation::{OperationBuilder, OperationRef};
 use melior::ir::r#type::{IntegerType, RankedTensorType};
 use melior::ir::{
     Attribute, Block, BlockLike, Identifier, Location, Region, RegionLike, ShapedTypeLike, Type,
-    Value, ValueLike,
+    TypeLike, Value, ValueLike,
 };
 use melior::Context;
 
@@ -118,14 +118,21 @@ impl<'c, 'a> Emitter<'c, 'a> {
     /// `arith.constant dense<...> : ty`.
     pub fn constant(&self, ty: &TensorType, value: &DenseValue) -> ConvertResult<Value<'c, 'a>> {
         let tensor_type = self.tensor_type(ty);
-        let count = match value {
-            DenseValue::Splat(_) => 1,
-            DenseValue::Elements(items) => items.len(),
+        let attr: Attribute<'c> = match value {
+            DenseValue::External(tensor) if ty.element != ElementType::I1 => {
+                raw_dense_attr(tensor_type, &tensor.bytes)
+            }
+            _ => {
+                let count = match value {
+                    DenseValue::Splat(_) => 1,
+                    _ => ty.num_elements().unwrap_or(0) as usize,
+                };
+                let elements: Vec<Attribute<'c>> = (0..count)
+                    .map(|i| self.scalar_attr(ty.element, value.get(i)))
+                    .collect();
+                DenseElementsAttribute::new(tensor_type, &elements)?.into()
+            }
         };
-        let elements: Vec<Attribute<'c>> = (0..count)
-            .map(|i| self.scalar_attr(ty.element, value.get(i)))
-            .collect();
-        let attr: Attribute<'c> = DenseElementsAttribute::new(tensor_type, &elements)?.into();
         self.append_value(
             self.builder("arith.constant")
                 .add_attributes(&[self.named("value", attr)])
@@ -437,4 +444,20 @@ pub mod cmpi {
     pub const UGT: i64 = 8;
     /// Unsigned greater than or equal.
     pub const UGE: i64 = 9;
+}
+
+/// The dense elements attribute of `tensor_type` whose elements `bytes` holds, little-endian
+/// in row-major order, exactly as many as the type has (not `i1`, which MLIR packs in bits).
+fn raw_dense_attr<'c>(tensor_type: Type<'c>, bytes: &[u8]) -> Attribute<'c> {
+    // SAFETY: `tensor_type` is a ranked tensor type of the context 'c; `bytes` holds exactly
+    // its elements at their byte width (the verifier checked the side file's tensor against
+    // the type), which is the raw layout MLIR expects on a little-endian host; MLIR copies the
+    // buffer into attribute storage owned by the context, so `bytes` may go after the call.
+    unsafe {
+        Attribute::from_raw(mlir_sys::mlirDenseElementsAttrRawBufferGet(
+            tensor_type.to_raw(),
+            bytes.len(),
+            bytes.as_ptr().cast(),
+        ))
+    }
 }
