@@ -6,7 +6,7 @@
 
 use crate::attr::Attribute;
 use crate::diag::Diagnostic;
-use crate::dialect::{Arity, AttrDefault, OpSchema};
+use crate::dialect::{Arity, AttrDefault, OpDef, OpSchema};
 use crate::source::Span;
 use crate::types::{ElementClass, ElementType, TensorType};
 use std::collections::BTreeMap;
@@ -376,6 +376,47 @@ pub fn shape_text(shape: &[u64]) -> String {
         .map(u64::to_string)
         .collect::<Vec<_>>()
         .join("x")
+}
+
+/// The result types `def`'s shape rule gives an op built in code (a decomposition, an
+/// importer) with operands of `operand_types`, `attrs` and, when given, the written result
+/// types `written`, all placed at `span`; or the rule's messages, joined.
+pub fn infer_op(
+    def: &'static dyn OpDef,
+    operand_types: &[TensorType],
+    attrs: &BTreeMap<String, Attribute>,
+    written: Option<&[TensorType]>,
+    span: Span,
+) -> Result<Vec<TensorType>, String> {
+    let operands: Vec<(TensorType, Span)> =
+        operand_types.iter().map(|t| (t.clone(), span)).collect();
+    let attrs: BTreeMap<String, (Attribute, Span)> = attrs
+        .iter()
+        .map(|(k, v)| (k.clone(), (v.clone(), span)))
+        .collect();
+    let written: Option<Vec<(TensorType, Span)>> =
+        written.map(|w| w.iter().map(|t| (t.clone(), span)).collect());
+    let mut diags = Vec::new();
+    let inferred = {
+        let mut ctx = InferContext::new(
+            def.schema(),
+            &operands,
+            &attrs,
+            written.as_deref(),
+            span,
+            &mut diags,
+        );
+        def.infer(&mut ctx)
+    };
+    match inferred {
+        Some(types) if diags.is_empty() => Ok(types),
+        _ if diags.is_empty() => Err("its shape rule rejects it".into()),
+        _ => Err(diags
+            .iter()
+            .map(|d| d.message.clone())
+            .collect::<Vec<_>>()
+            .join("; ")),
+    }
 }
 
 #[cfg(test)]

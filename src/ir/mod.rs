@@ -3,11 +3,13 @@
 //! Only the verifier ([`crate::verify`]) builds these, so every value has a known type, every
 //! use follows its definition and every op satisfies its dialect's rules.
 
+mod builder;
 mod func;
 mod module;
 mod operation;
 mod value;
 
+pub use builder::FuncBuilder;
 pub use func::Func;
 pub use module::Module;
 pub use operation::{OpKind, Operation};

@@ -3,9 +3,8 @@
 //! its own shape rule as it is built.
 
 use crate::attr::{Attribute, DenseValue};
-use crate::diag::Diagnostic;
 use crate::dialect::{OpDef, OpSchema};
-use crate::infer::InferContext;
+use crate::infer::infer_op;
 use crate::ir::{Func, Module, OpKind, Operation, ValueId, ValueInfo};
 use crate::source::Span;
 use crate::types::TensorType;
@@ -110,51 +109,35 @@ impl GraphBuilder<'_> {
         literal: Option<DenseValue>,
         result_type: Option<TensorType>,
     ) -> Result<ValueId, DecomposeError> {
-        let schema = def.schema();
-        let operand_types: Vec<(TensorType, Span)> = operands
+        let operand_types: Vec<TensorType> = operands.iter().map(|&v| self.ty(v).clone()).collect();
+        let attr_map: BTreeMap<String, Attribute> = attrs
             .iter()
-            .map(|&v| (self.ty(v).clone(), self.span))
+            .map(|(k, v)| (k.to_string(), v.clone()))
             .collect();
-        let attr_map: BTreeMap<String, (Attribute, Span)> = attrs
-            .iter()
-            .map(|(k, v)| (k.to_string(), (v.clone(), self.span)))
-            .collect();
-        let written: Option<Vec<(TensorType, Span)>> = result_type.map(|t| vec![(t, self.span)]);
-        let mut diags: Vec<Diagnostic> = Vec::new();
-        let inferred = {
-            let mut ctx = InferContext::new(
-                schema,
-                &operand_types,
-                &attr_map,
-                written.as_deref(),
-                self.span,
-                &mut diags,
-            );
-            def.infer(&mut ctx)
+        let written = result_type.map(|t| vec![t]);
+        let fail = |message: String| DecomposeError {
+            op: self.op_name.clone(),
+            message,
         };
-        let ty = match inferred.as_deref() {
-            Some([ty]) if diags.is_empty() => ty.clone(),
-            _ => {
-                let message = diags
-                    .iter()
-                    .map(|d| d.message.clone())
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                return Err(DecomposeError {
-                    op: self.op_name.clone(),
-                    message,
-                });
-            }
+        let ty = match infer_op(
+            def,
+            &operand_types,
+            &attr_map,
+            written.as_deref(),
+            self.span,
+        )
+        .map_err(fail)?
+        .as_slice()
+        {
+            [ty] => ty.clone(),
+            types => return Err(fail(format!("{} results where one was built", types.len()))),
         };
         let result = self.new_value(ty);
         self.ops.push(Operation {
             kind: OpKind::Dialect(def),
             literal,
             operands: operands.to_vec(),
-            attrs: attrs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect(),
+            attrs: attr_map,
             results: vec![result],
             span: self.span,
         });

@@ -2,6 +2,8 @@
 //! thin binaries in `bin/`.
 
 pub mod bench;
+pub mod import;
+pub mod model;
 pub mod opt;
 pub mod run;
 

@@ -3,6 +3,7 @@
 //! instrumentation, and prints the result; `--split-input-file` and `--verify-diagnostics`
 //! work as in `mlir-opt`.
 
+use crate::model::load_model;
 use crate::registry;
 use clap::Parser;
 use melior::ir::operation::OperationPrintingFlags;
@@ -96,8 +97,13 @@ Examples:
     after_help = after_help()
 )]
 pub struct OptArgs {
-    /// Input file; `-` or nothing reads standard input.
+    /// Input file (.tsr, .mlir, or .onnx imported on the fly); `-` or nothing reads
+    /// standard input.
     pub input: Option<PathBuf>,
+    /// For an ONNX model: fix an input's symbolic dimensions, NAME=1x3x224x224 (unknown ones
+    /// default to 1).
+    #[arg(long = "input-shape", value_name = "NAME=SHAPE")]
+    pub input_shapes: Vec<String>,
     /// Write the output here instead of standard output.
     #[arg(short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -217,6 +223,8 @@ pub enum InputFormat {
     Tsr,
     /// MLIR text.
     Mlir,
+    /// An ONNX model, imported (as `tessera-import` does).
+    Onnx,
 }
 
 /// How timing is reported.
@@ -296,8 +304,15 @@ pub fn run_opt(args: &OptArgs, stderr: &mut dyn Write) -> ExitCode {
         args.input_format
             .unwrap_or(match args.input.as_deref().and_then(Path::extension) {
                 Some(extension) if extension == "mlir" => InputFormat::Mlir,
+                Some(extension) if extension == "onnx" => InputFormat::Onnx,
                 _ => InputFormat::Tsr,
             });
+    if format != InputFormat::Onnx && !args.input_shapes.is_empty() {
+        return usage(stderr, "--input-shape applies to ONNX models");
+    }
+    if format == InputFormat::Onnx && args.split_input_file {
+        return usage(stderr, "--split-input-file does not apply to ONNX models");
+    }
     let pipeline = match chosen_pipeline(args) {
         // A preset on MLIR input starts where MLIR does: after the graph's stages.
         Ok(Some(preset)) if format == InputFormat::Mlir && args.pass_pipeline.is_none() => {
@@ -322,18 +337,40 @@ pub fn run_opt(args: &OptArgs, stderr: &mut dyn Write) -> ExitCode {
                 .map_or_else(|| "builtin.module()".to_string(), ToString::to_string)
         );
     }
-    let (name, bytes) = match read_input(args.input.as_deref()) {
-        Ok(input) => input,
-        Err(error) => {
-            let _ = writeln!(stderr, "tessera-opt: error: {error}");
+    let (file, mut imported) = if format == InputFormat::Onnx {
+        let Some(path) = args.input.as_deref().filter(|p| p.as_os_str() != "-") else {
+            return usage(
+                stderr,
+                "an ONNX model is read from a file, not standard input",
+            );
+        };
+        match load_model(path, &args.input_shapes, "tessera-opt") {
+            Ok(model) => {
+                for note in &model.notes {
+                    let _ = writeln!(stderr, "tessera-opt: note: {note}");
+                }
+                (model.file, Some(model.module))
+            }
+            Err(message) => {
+                let _ = writeln!(stderr, "{}", message.trim_end());
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        let (name, bytes) = match read_input(args.input.as_deref()) {
+            Ok(input) => input,
+            Err(error) => {
+                let _ = writeln!(stderr, "tessera-opt: error: {error}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let (file, decode_error) = decode(&name, &bytes);
+        if let Some(diag) = decode_error {
+            let _ = write!(stderr, "{}", diag.render(&file));
             return ExitCode::FAILURE;
         }
+        (file, None)
     };
-    let (file, decode_error) = decode(&name, &bytes);
-    if let Some(diag) = decode_error {
-        let _ = write!(stderr, "{}", diag.render(&file));
-        return ExitCode::FAILURE;
-    }
     let whole = 0..file.text().len();
     let chunks = if args.split_input_file {
         split_chunks(file.text())
@@ -351,6 +388,10 @@ pub fn run_opt(args: &OptArgs, stderr: &mut dyn Write) -> ExitCode {
     for chunk in chunks {
         let loaded = match format {
             InputFormat::Tsr => load(&file, chunk.clone(), &registry).map(Program::Graph),
+            InputFormat::Onnx => imported
+                .take()
+                .map(Program::Graph)
+                .ok_or_else(|| vec![Diagnostic::unlocated("an ONNX model is one module")]),
             InputFormat::Mlir => load_mlir(&context, &file, chunk.clone()).map(Program::Mlir),
         };
         let result = loaded.and_then(|program| {

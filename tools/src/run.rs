@@ -3,8 +3,8 @@
 //! optionally compares with the reference interpreter, times repeated calls and reports
 //! compile stages and memory.
 
+use crate::model::{load_model, Model};
 use crate::opt::TargetArg;
-use crate::registry;
 use clap::Parser;
 use std::fmt::Write as _;
 use std::io::Write;
@@ -19,7 +19,6 @@ use tessera::exec::npy::{read_npy, write_npy};
 use tessera::exec::random::random_tensor;
 use tessera::exec::sensitivity::sensitivity;
 use tessera::exec::tensor::{Tensor, TensorData};
-use tessera::frontend::{decode, load};
 use tessera::ir::Module;
 use tessera::mlir::cpu::compile::{compile, jit_options};
 use tessera::mlir::cpu::runtime::alloc_counter;
@@ -57,8 +56,12 @@ Examples:
   tessera-run model.tsr --stats"
 )]
 pub struct RunArgs {
-    /// The model (.tsr).
+    /// The model (.tsr, or .onnx imported on the fly).
     pub model: PathBuf,
+    /// For an ONNX model: fix an input's symbolic dimensions, NAME=1x3x224x224 (unknown ones
+    /// default to 1).
+    #[arg(long = "input-shape", value_name = "NAME=SHAPE")]
+    pub input_shapes: Vec<String>,
     /// The function to run; may be omitted when the module has one function.
     #[arg(long)]
     pub entry: Option<String>,
@@ -126,18 +129,19 @@ const SENSITIVITY_MARGIN: f64 = 2.0;
 /// The run; `Ok(false)` when the comparison with the reference failed.
 fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
     let path = args.model.display().to_string();
-    let bytes = std::fs::read(&args.model)
-        .map_err(|e| format!("tessera-run: error: cannot read '{path}': {e}"))?;
-    let (file, decode_error) = decode(&path, &bytes);
-    if let Some(diag) = decode_error {
-        return Err(diag.render(&file));
+    let Model {
+        file,
+        module,
+        aliases,
+        notes,
+    } = load_model(&args.model, &args.input_shapes, "tessera-run")?;
+    for note in &notes {
+        let _ = writeln!(out, "note: {note}");
     }
-    let registry = registry();
-    let module = load(&file, 0..file.text().len(), &registry).map_err(|d| render_all(&d, &file))?;
     let entry = entry_function(&module, args.entry.as_deref())?;
     check_sizes(&module)?;
     let func = &module.funcs[entry];
-    let inputs = prepare_inputs(&module, entry, &args.inputs)?;
+    let inputs = prepare_inputs(&module, entry, &args.inputs, &aliases)?;
 
     let context = MlirContext::new();
     if args.verify_each {
@@ -413,8 +417,14 @@ fn entry_function(module: &Module, entry: Option<&str>) -> Result<usize, String>
     }
 }
 
-/// The inputs of function `entry`: from `--input NAME=SPEC`, `random:0` for the others.
-fn prepare_inputs(module: &Module, entry: usize, specs: &[String]) -> Result<Vec<Tensor>, String> {
+/// The inputs of function `entry`: from `--input NAME=SPEC` (NAME a parameter, or an
+/// imported graph's input name in `aliases`), `random:0` for the others.
+fn prepare_inputs(
+    module: &Module,
+    entry: usize,
+    specs: &[String],
+    aliases: &[(String, String)],
+) -> Result<Vec<Tensor>, String> {
     let func = &module.funcs[entry];
     let params: Vec<(&str, &tessera::types::TensorType)> = func
         .params
@@ -426,7 +436,10 @@ fn prepare_inputs(module: &Module, entry: usize, specs: &[String]) -> Result<Vec
         let (name, source) = spec
             .split_once('=')
             .ok_or_else(|| format!("tessera-run: error: --input '{spec}' is not NAME=SPEC"))?;
-        let name = name.trim_start_matches('%');
+        let name = aliases
+            .iter()
+            .find(|(onnx, _)| onnx == name)
+            .map_or(name.trim_start_matches('%'), |(_, param)| param.as_str());
         let index = params.iter().position(|(p, _)| *p == name).ok_or_else(|| {
             let list: Vec<String> = params.iter().map(|(p, t)| format!("{p}: {t}")).collect();
             format!(

@@ -1,9 +1,17 @@
-//! ONNX models into tessera. This first part reads them: the protobuf format as `prost`
-//! messages ([`proto`]), a model file with its external data ([`read`]), its tensors as
-//! tessera tensors ([`tensor`]); turning a graph into a tessera module comes next (issue 12).
+//! ONNX models into tessera: the protobuf format as `prost` messages ([`proto`]), a model
+//! file with its external data ([`read`]), its tensors as tessera tensors ([`tensor`]), and
+//! the graph as a verified tessera module ([`import`]: each node through its converter in
+//! [`ops`], built by [`graph`] with the ops' own shape rules and constant folding).
 
+pub mod graph;
+pub mod import;
+pub mod node;
+pub mod ops;
 pub mod proto;
 pub mod read;
 pub mod tensor;
 
+pub use import::{
+    import, import_file, GraphInput, ImportError, ImportOptions, Imported, UnsupportedNode,
+};
 pub use read::{read_model, ReadError};

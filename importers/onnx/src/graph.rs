@@ -1,0 +1,436 @@
+//! The graph under import: a tessera function built op by op through the ops' own shape
+//! rules, values that are either computed at run time or known constants, and constant
+//! folding — an op whose operands are all constants is evaluated by its reference semantics
+//! at import time (so `Shape → Gather → Concat → Reshape` chains, batch-norm statistics and
+//! transposed filters become constants), unless its result would be much larger than its
+//! inputs.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use tessera::attr::{Attribute, DenseValue, ExternalTensor, Scalar};
+use tessera::dialect::{OpDef, Registry};
+use tessera::exec::bytes::encode;
+use tessera::exec::evaluate::EvalContext;
+use tessera::exec::tensor::{Tensor, TensorData};
+use tessera::infer::infer_op;
+use tessera::ir::{FuncBuilder, ValueId};
+use tessera::source::Span;
+use tessera::types::{ElementType, TensorType};
+use tessera::weights::{MemoryStore, StoredTensor};
+
+/// A value of the graph: computed by the function, or known at import time.
+#[derive(Clone, Debug)]
+pub enum Val {
+    /// A value of the function being built.
+    Dyn(ValueId),
+    /// A constant (an initializer, a `Constant`, or a folded result).
+    Const(Arc<Tensor>),
+}
+
+/// Why a node could not be converted.
+#[derive(Debug)]
+pub enum NodeError {
+    /// A form of the op tessera cannot import (listed with all others at the end).
+    Unsupported(String),
+    /// The node is wrong (an attribute out of range, shapes that do not fit).
+    Invalid(String),
+}
+
+/// Shorthand for a converter's result.
+pub type NodeResult<T> = Result<T, NodeError>;
+
+/// The `Unsupported` error with `message`.
+pub fn unsupported<T>(message: impl Into<String>) -> NodeResult<T> {
+    Err(NodeError::Unsupported(message.into()))
+}
+
+/// The `Invalid` error with `message`.
+pub fn invalid<T>(message: impl Into<String>) -> NodeResult<T> {
+    Err(NodeError::Invalid(message.into()))
+}
+
+/// Constants with at most this many elements (or all equal) are written inline in the text;
+/// larger ones go to the side file.
+const INLINE_ELEMENTS: usize = 16;
+
+/// A folded result may have this many elements even when its operands have fewer (a
+/// `ConstantOfShape`, a small `Expand`); above it, folding must not grow the constants.
+const FOLD_GROWTH_ELEMENTS: u64 = 4096;
+
+/// The state of one import.
+pub struct Graph<'r> {
+    registry: &'r Registry,
+    builder: FuncBuilder,
+    store: MemoryStore,
+    /// Constants already made values, by the address of their tensor (kept alive here).
+    materialized: HashMap<usize, (Arc<Tensor>, ValueId)>,
+    /// Side-file keys of named constants (initializers), by the address of their tensor.
+    keys: HashMap<usize, String>,
+    /// Values that are transposes: their source and permutation.
+    transposes: HashMap<ValueId, (ValueId, Vec<i64>)>,
+    /// The name new values are named after (the current node's first output).
+    hint: String,
+}
+
+impl<'r> Graph<'r> {
+    /// An empty function `name` whose large constants go to side file `side_file`.
+    pub fn new(registry: &'r Registry, name: &str, side_file: &str) -> Graph<'r> {
+        Graph {
+            registry,
+            builder: FuncBuilder::new(name),
+            store: MemoryStore::new(side_file),
+            materialized: HashMap::new(),
+            keys: HashMap::new(),
+            transposes: HashMap::new(),
+            hint: "v".into(),
+        }
+    }
+
+    /// Names new values after `hint` from now on.
+    pub fn set_hint(&mut self, hint: &str) {
+        self.hint = hint.to_string();
+    }
+
+    /// Adds a parameter named after `name`; returns it and the name it got.
+    pub fn param(&mut self, name: &str, ty: TensorType) -> (Val, String) {
+        let id = self.builder.param(name, ty);
+        (Val::Dyn(id), self.builder.name(id).to_string())
+    }
+
+    /// A constant named `key` (its side-file key if it goes there).
+    pub fn named_constant(&mut self, tensor: Tensor, key: &str) -> Val {
+        let tensor = Arc::new(tensor);
+        self.keys
+            .insert(Arc::as_ptr(&tensor) as usize, key.to_string());
+        Val::Const(tensor)
+    }
+
+    /// A constant.
+    pub fn constant(&self, tensor: Tensor) -> Val {
+        Val::Const(Arc::new(tensor))
+    }
+
+    /// A rank-0 constant of `element` type holding `value`.
+    pub fn scalar(&self, value: f64, element: ElementType) -> Val {
+        self.constant(Tensor::from_f64(&TensorType::new(vec![], element), [value]))
+    }
+
+    /// The type of `v`.
+    pub fn ty(&self, v: &Val) -> TensorType {
+        match v {
+            Val::Dyn(id) => self.builder.ty(*id).clone(),
+            Val::Const(t) => t.ty.clone(),
+        }
+    }
+
+    /// The op registered as `name`.
+    fn def(&self, name: &str) -> NodeResult<&'static dyn OpDef> {
+        self.registry
+            .op(name)
+            .ok_or_else(|| NodeError::Invalid(format!("the registry has no '{name}'")))
+    }
+
+    /// `name` applied to `operands` with `attrs` (and the written result type `written`),
+    /// folded when every operand is a constant; its single result.
+    pub fn op(
+        &mut self,
+        name: &str,
+        operands: &[Val],
+        attrs: &[(&str, Attribute)],
+        written: Option<TensorType>,
+    ) -> NodeResult<Val> {
+        let def = self.def(name)?;
+        let attrs: BTreeMap<String, Attribute> = attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        let operand_types: Vec<TensorType> = operands.iter().map(|v| self.ty(v)).collect();
+        let written = written.map(|t| vec![t]);
+        let types = infer_op(
+            def,
+            &operand_types,
+            &attrs,
+            written.as_deref(),
+            Span::default(),
+        )
+        .map_err(|e| NodeError::Invalid(format!("'{name}': {e}")))?;
+        let consts: Option<Vec<&Tensor>> = operands
+            .iter()
+            .map(|v| match v {
+                Val::Const(t) => Some(t.as_ref()),
+                Val::Dyn(_) => None,
+            })
+            .collect();
+        if let Some(consts) = consts.filter(|c| !c.is_empty()) {
+            let inputs: u64 = consts.iter().map(|t| t.len() as u64).sum();
+            let outputs: u64 = types.iter().filter_map(TensorType::num_elements).sum();
+            if outputs <= inputs.max(FOLD_GROWTH_ELEMENTS) {
+                let ctx = EvalContext {
+                    schema: def.schema(),
+                    operands: &consts,
+                    attrs: &attrs,
+                    literal: None,
+                    result_types: &types,
+                };
+                let mut results = def
+                    .evaluate(&ctx)
+                    .map_err(|e| NodeError::Invalid(format!("folding '{name}': {}", e.0)))?;
+                return Ok(self.constant(results.remove(0)));
+            }
+        }
+        let operand_ids: Vec<ValueId> = operands
+            .iter()
+            .map(|v| self.materialize(v))
+            .collect::<NodeResult<_>>()?;
+        let results = self
+            .builder
+            .op(
+                def,
+                &operand_ids,
+                attrs,
+                None,
+                written.as_deref(),
+                &self.hint,
+            )
+            .map_err(|e| NodeError::Invalid(format!("'{name}': {e}")))?;
+        Ok(Val::Dyn(results[0]))
+    }
+
+    /// `v` as a value of the function: constants become `array.constant`s (once each).
+    pub fn materialize(&mut self, v: &Val) -> NodeResult<ValueId> {
+        let tensor = match v {
+            Val::Dyn(id) => return Ok(*id),
+            Val::Const(t) => t,
+        };
+        let address = Arc::as_ptr(tensor) as usize;
+        if let Some((_, id)) = self.materialized.get(&address) {
+            return Ok(*id);
+        }
+        let literal = self.literal(tensor, address);
+        let name = self
+            .keys
+            .get(&address)
+            .cloned()
+            .unwrap_or_else(|| format!("{}_c", self.hint));
+        let def = self.def("array.constant")?;
+        let id = self
+            .builder
+            .op(
+                def,
+                &[],
+                BTreeMap::new(),
+                Some(literal),
+                Some(std::slice::from_ref(&tensor.ty)),
+                &name,
+            )
+            .map_err(|e| NodeError::Invalid(format!("'array.constant': {e}")))?[0];
+        self.materialized.insert(address, (tensor.clone(), id));
+        Ok(id)
+    }
+
+    /// The literal of constant `tensor`: a splat, its elements inline, or a side-file tensor.
+    fn literal(&mut self, tensor: &Tensor, address: usize) -> DenseValue {
+        let scalars: Vec<Scalar> = match &tensor.data {
+            TensorData::Float(v) => v.iter().map(|&x| Scalar::Float(x)).collect(),
+            TensorData::Int(v) => v.iter().map(|&x| Scalar::Int(x)).collect(),
+            TensorData::Bool(v) => v.iter().map(|&x| Scalar::Bool(x)).collect(),
+        };
+        if scalars.len() > 1 && scalars.iter().all(|s| *s == scalars[0]) {
+            return DenseValue::Splat(scalars[0]);
+        }
+        if scalars.len() <= INLINE_ELEMENTS {
+            return DenseValue::Elements(scalars);
+        }
+        let base = self
+            .keys
+            .get(&address)
+            .cloned()
+            .unwrap_or_else(|| self.hint.clone());
+        let mut key = base.clone();
+        let mut k = 1;
+        while self.store.contains(&key) {
+            k += 1;
+            key = format!("{base}_{k}");
+        }
+        let bytes: Arc<[u8]> = Arc::from(encode(tensor));
+        self.store.insert(
+            key.clone(),
+            StoredTensor {
+                ty: tensor.ty.clone(),
+                bytes: bytes.clone(),
+            },
+        );
+        DenseValue::External(ExternalTensor {
+            file: self.store.file().to_string(),
+            key,
+            element: tensor.ty.element,
+            bytes,
+        })
+    }
+
+    /// The function returning `outputs`, and the side file's tensors.
+    pub fn finish(mut self, outputs: &[Val]) -> NodeResult<(tessera::ir::Func, MemoryStore)> {
+        let returns = outputs
+            .iter()
+            .map(|v| self.materialize(v))
+            .collect::<NodeResult<Vec<_>>>()?;
+        Ok((self.builder.finish(returns), self.store))
+    }
+
+    /// `x` with its dimensions permuted by `perm`; a transpose of a transpose is one (or
+    /// none, when they cancel).
+    pub fn transpose(&mut self, x: &Val, perm: &[i64]) -> NodeResult<Val> {
+        let (source, perm) = match x {
+            Val::Dyn(id) => match self.transposes.get(id) {
+                Some((source, first)) => (
+                    Val::Dyn(*source),
+                    perm.iter().map(|&p| first[p as usize]).collect(),
+                ),
+                None => (x.clone(), perm.to_vec()),
+            },
+            Val::Const(_) => (x.clone(), perm.to_vec()),
+        };
+        if perm.iter().enumerate().all(|(i, &p)| p == i as i64) {
+            return Ok(source);
+        }
+        let list = Attribute::List(perm.iter().map(|&p| Attribute::Int(p)).collect());
+        let y = self.op(
+            "array.transpose",
+            std::slice::from_ref(&source),
+            &[("perm", list)],
+            None,
+        )?;
+        if let (Val::Dyn(y), Val::Dyn(source)) = (&y, &source) {
+            self.transposes.insert(*y, (*source, perm));
+        }
+        Ok(y)
+    }
+
+    /// `x` reshaped to `shape` (itself when it has that shape).
+    pub fn reshape(&mut self, x: &Val, shape: Vec<u64>) -> NodeResult<Val> {
+        let ty = self.ty(x);
+        if ty.shape == shape {
+            return Ok(x.clone());
+        }
+        let written = TensorType::new(shape, ty.element);
+        self.op("array.reshape", std::slice::from_ref(x), &[], Some(written))
+    }
+
+    /// `x` broadcast to `shape` (itself when it has that shape).
+    pub fn broadcast(&mut self, x: &Val, shape: Vec<u64>) -> NodeResult<Val> {
+        let ty = self.ty(x);
+        if ty.shape == shape {
+            return Ok(x.clone());
+        }
+        let written = TensorType::new(shape, ty.element);
+        self.op("array.broadcast", std::slice::from_ref(x), &[], Some(written))
+    }
+
+    /// `x` converted to `element` (itself when it has that type).
+    pub fn cast(&mut self, x: &Val, element: ElementType) -> NodeResult<Val> {
+        let ty = self.ty(x);
+        if ty.element == element {
+            return Ok(x.clone());
+        }
+        self.op(
+            "array.cast",
+            std::slice::from_ref(x),
+            &[],
+            Some(ty.with_element(element)),
+        )
+    }
+
+    /// Elementwise `name` of `x`.
+    pub fn unary(&mut self, name: &str, x: &Val) -> NodeResult<Val> {
+        self.op(name, std::slice::from_ref(x), &[], None)
+    }
+
+    /// Elementwise `name` of `a` and `b`, broadcasting.
+    pub fn binary(&mut self, name: &str, a: &Val, b: &Val) -> NodeResult<Val> {
+        self.op(name, &[a.clone(), b.clone()], &[], None)
+    }
+
+    /// `a <predicate> b`, elementwise.
+    pub fn compare(&mut self, a: &Val, b: &Val, predicate: &str) -> NodeResult<Val> {
+        let predicate = Attribute::Str(predicate.into());
+        self.op(
+            "array.compare",
+            &[a.clone(), b.clone()],
+            &[("predicate", predicate)],
+            None,
+        )
+    }
+
+    /// `cond ? a : b`, elementwise.
+    pub fn select(&mut self, cond: &Val, a: &Val, b: &Val) -> NodeResult<Val> {
+        self.op(
+            "array.select",
+            &[cond.clone(), a.clone(), b.clone()],
+            &[],
+            None,
+        )
+    }
+
+    /// The reduction `name` of `x` over `axes`.
+    pub fn reduce(&mut self, name: &str, x: &Val, axes: &[i64], keepdims: bool) -> NodeResult<Val> {
+        let axes = Attribute::List(axes.iter().map(|&a| Attribute::Int(a)).collect());
+        self.op(
+            name,
+            std::slice::from_ref(x),
+            &[("axes", axes), ("keepdims", Attribute::Bool(keepdims))],
+            None,
+        )
+    }
+
+    /// The slice `x[start:limit:stride]`.
+    pub fn slice(
+        &mut self,
+        x: &Val,
+        start: &[u64],
+        limit: &[u64],
+        stride: &[u64],
+    ) -> NodeResult<Val> {
+        let list =
+            |v: &[u64]| Attribute::List(v.iter().map(|&d| Attribute::Int(d as i64)).collect());
+        let ty = self.ty(x);
+        if start.iter().all(|&s| s == 0)
+            && limit == ty.shape.as_slice()
+            && stride.iter().all(|&s| s == 1)
+        {
+            return Ok(x.clone());
+        }
+        self.op(
+            "array.slice",
+            std::slice::from_ref(x),
+            &[
+                ("start", list(start)),
+                ("limit", list(limit)),
+                ("stride", list(stride)),
+            ],
+            None,
+        )
+    }
+
+    /// The integers of constant `v` (a shape, axes, pads), or why it cannot give them.
+    pub fn ints(&self, v: &Val, what: &str) -> NodeResult<Vec<i64>> {
+        match v {
+            Val::Const(t) => match &t.data {
+                TensorData::Int(values) => Ok(values.clone()),
+                _ => invalid(format!("{what} must be integers, but it is {}", t.ty)),
+            },
+            Val::Dyn(_) => unsupported(format!(
+                "{what} is computed from the graph's inputs at run time; tessera needs it known at import time"
+            )),
+        }
+    }
+
+    /// The numbers of constant `v`, or why it cannot give them.
+    pub fn numbers(&self, v: &Val, what: &str) -> NodeResult<Vec<f64>> {
+        match v {
+            Val::Const(t) => Ok((0..t.len()).map(|i| t.get_f64(i)).collect()),
+            Val::Dyn(_) => unsupported(format!(
+                "{what} is computed from the graph's inputs at run time; tessera needs it known at import time"
+            )),
+        }
+    }
+}

@@ -1,0 +1,273 @@
+//! Elementwise ONNX ops: arithmetic, comparisons and logic (numpy broadcasting, as tessera's
+//! `array` ops), activations, `Clip`, `Cast`, `Softmax`/`LogSoftmax`, and the ops that pass
+//! their input through at inference (`Identity`, `Dropout`).
+
+use super::{input, Inputs};
+use crate::graph::{invalid, unsupported, Graph, NodeResult, Val};
+use crate::node::Node;
+use crate::tensor::element_type;
+use tessera::attr::Attribute;
+use tessera::types::{ElementClass, ElementType};
+
+/// `Add`, `Sub`, `Mul`, `Div`: the `array` op of the same name.
+pub fn arithmetic(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let name = match node.proto.op_type.as_str() {
+        "Add" => "array.add",
+        "Sub" => "array.sub",
+        "Mul" => "array.mul",
+        _ => "array.div",
+    };
+    Ok(vec![g.binary(
+        name,
+        &input(inputs, 0)?,
+        &input(inputs, 1)?,
+    )?])
+}
+
+/// `Pow`: floats only; an exponent of another type is converted to the base's.
+pub fn pow(g: &mut Graph, _: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let base = input(inputs, 0)?;
+    let element = g.ty(&base).element;
+    if !element.is_float() {
+        return unsupported(format!("Pow of {element} (tessera's pow takes floats)"));
+    }
+    let exponent = g.cast(&input(inputs, 1)?, element)?;
+    Ok(vec![g.binary("array.pow", &base, &exponent)?])
+}
+
+/// `Min`, `Max`, `Sum`, `Mean`: folded over any number of inputs.
+pub fn variadic(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let op = node.proto.op_type.as_str();
+    let name = match op {
+        "Min" => "array.min",
+        "Max" => "array.max",
+        _ => "array.add",
+    };
+    let values: Vec<Val> = inputs.iter().flatten().cloned().collect();
+    let Some((first, rest)) = values.split_first() else {
+        return invalid("it has no inputs");
+    };
+    let mut acc = first.clone();
+    for v in rest {
+        acc = g.binary(name, &acc, v)?;
+    }
+    if op == "Mean" {
+        let count = g.scalar(values.len() as f64, g.ty(&acc).element);
+        acc = g.binary("array.div", &acc, &count)?;
+    }
+    Ok(vec![acc])
+}
+
+/// `Equal`, `Less`, `Greater`, `LessOrEqual`, `GreaterOrEqual`.
+pub fn comparison(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let predicate = match node.proto.op_type.as_str() {
+        "Equal" => "eq",
+        "Less" => "lt",
+        "Greater" => "gt",
+        "LessOrEqual" => "le",
+        _ => "ge",
+    };
+    Ok(vec![g.compare(
+        &input(inputs, 0)?,
+        &input(inputs, 1)?,
+        predicate,
+    )?])
+}
+
+/// `Not`, `And`, `Or`, `Xor` on booleans.
+pub fn logic(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let a = input(inputs, 0)?;
+    let truth = |g: &Graph, v: bool| g.scalar(f64::from(u8::from(v)), ElementType::I1);
+    let y = match node.proto.op_type.as_str() {
+        "Not" => {
+            let f = truth(g, false);
+            g.compare(&a, &f, "eq")?
+        }
+        "And" => {
+            let f = truth(g, false);
+            g.select(&a, &input(inputs, 1)?, &f)?
+        }
+        "Or" => {
+            let t = truth(g, true);
+            g.select(&a, &t, &input(inputs, 1)?)?
+        }
+        _ => g.compare(&a, &input(inputs, 1)?, "ne")?,
+    };
+    Ok(vec![y])
+}
+
+/// `Where`: `cond ? x : y`.
+pub fn where_(g: &mut Graph, _: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let (c, a, b) = (input(inputs, 0)?, input(inputs, 1)?, input(inputs, 2)?);
+    Ok(vec![g.select(&c, &a, &b)?])
+}
+
+/// Unary math with a direct `array` or `nn` op.
+pub fn unary(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let x = input(inputs, 0)?;
+    let name = match node.proto.op_type.as_str() {
+        "Neg" => "array.neg",
+        "Abs" => "array.abs",
+        "Exp" => "array.exp",
+        "Log" => "array.log",
+        "Sqrt" => "array.sqrt",
+        "Erf" => "array.erf",
+        "Tanh" => "array.tanh",
+        "Floor" => "array.floor",
+        "Ceil" => "array.ceil",
+        "Sigmoid" => "nn.sigmoid",
+        "Relu" => "nn.relu",
+        _ => {
+            // Reciprocal.
+            let one = g.scalar(1.0, g.ty(&x).element);
+            return Ok(vec![g.binary("array.div", &one, &x)?]);
+        }
+    };
+    Ok(vec![g.unary(name, &x)?])
+}
+
+/// `LeakyRelu` (`x < 0 ? alpha x : x`) and `Elu` (`x < 0 ? alpha (e^x - 1) : x`).
+pub fn leaky(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let x = input(inputs, 0)?;
+    let element = g.ty(&x).element;
+    let elu = node.proto.op_type == "Elu";
+    let alpha = g.scalar(node.float("alpha", if elu { 1.0 } else { 0.01 }), element);
+    let zero = g.scalar(0.0, element);
+    let negative = g.compare(&x, &zero, "lt")?;
+    let scaled = if elu {
+        let one = g.scalar(1.0, element);
+        let e = g.unary("array.exp", &x)?;
+        let em1 = g.binary("array.sub", &e, &one)?;
+        g.binary("array.mul", &alpha, &em1)?
+    } else {
+        g.binary("array.mul", &alpha, &x)?
+    };
+    Ok(vec![g.select(&negative, &scaled, &x)?])
+}
+
+/// `max(0, min(1, alpha x + beta))`.
+fn hard_sigmoid_of(g: &mut Graph, x: &Val, alpha: f64, beta: f64) -> NodeResult<Val> {
+    let element = g.ty(x).element;
+    let (a, b) = (g.scalar(alpha, element), g.scalar(beta, element));
+    let (zero, one) = (g.scalar(0.0, element), g.scalar(1.0, element));
+    let ax = g.binary("array.mul", &a, x)?;
+    let line = g.binary("array.add", &ax, &b)?;
+    let capped = g.binary("array.min", &line, &one)?;
+    g.binary("array.max", &capped, &zero)
+}
+
+/// `HardSigmoid` (alpha 0.2, beta 0.5) and `HardSwish` (`x · HardSigmoid(1/6, 1/2)`).
+pub fn hard(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let x = input(inputs, 0)?;
+    if node.proto.op_type == "HardSwish" {
+        let h = hard_sigmoid_of(g, &x, 1.0 / 6.0, 0.5)?;
+        return Ok(vec![g.binary("array.mul", &x, &h)?]);
+    }
+    let (alpha, beta) = (node.float("alpha", 0.2), node.float("beta", 0.5));
+    Ok(vec![hard_sigmoid_of(g, &x, alpha, beta)?])
+}
+
+/// `Gelu` (opset 20): `nn.gelu` with the same `approximate`.
+pub fn gelu(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let approximate = node.string("approximate", "none");
+    if approximate != "none" && approximate != "tanh" {
+        return invalid(format!(
+            "approximate is '{approximate}', not 'none' or 'tanh'"
+        ));
+    }
+    let x = input(inputs, 0)?;
+    let attrs = [("approximate", Attribute::Str(approximate))];
+    Ok(vec![g.op("nn.gelu", &[x], &attrs, None)?])
+}
+
+/// `Clip`: bounds from attributes (before opset 11) or optional inputs.
+pub fn clip(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let mut y = input(inputs, 0)?;
+    let element = g.ty(&y).element;
+    let (low, high) = if node.opset < 11 {
+        let bound =
+            |g: &Graph, name: &str| node.attr(name).map(|a| g.scalar(f64::from(a.f), element));
+        (bound(g, "min"), bound(g, "max"))
+    } else {
+        (
+            inputs.get(1).cloned().flatten(),
+            inputs.get(2).cloned().flatten(),
+        )
+    };
+    if let Some(low) = low {
+        y = g.binary("array.max", &y, &low)?;
+    }
+    if let Some(high) = high {
+        y = g.binary("array.min", &y, &high)?;
+    }
+    Ok(vec![y])
+}
+
+/// `Cast` to the element type `to` names.
+pub fn cast(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let to = node.int("to", 0) as i32;
+    let element = element_type(to)
+        .map_err(|e| crate::graph::NodeError::Unsupported(format!("the target type {e}")))?;
+    Ok(vec![g.cast(&input(inputs, 0)?, element)?])
+}
+
+/// `Identity`, and `Dropout` at inference: the input itself (and `Dropout`'s mask, all true).
+pub fn identity(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let x = input(inputs, 0)?;
+    if node.proto.op_type == "Dropout" {
+        if node.int("training_mode", 0) != 0 || inputs.get(2).is_some_and(Option::is_some) {
+            if let Some(Some(Val::Const(t))) = inputs.get(2) {
+                if t.get_f64(0) == 0.0 {
+                    return Ok(vec![x.clone(), all_true(g, &x)]);
+                }
+            }
+            return unsupported("Dropout in training mode (tessera imports inference graphs)");
+        }
+        return Ok(vec![x.clone(), all_true(g, &x)]);
+    }
+    Ok(vec![x])
+}
+
+/// A boolean tensor of `like`'s shape, every element true.
+fn all_true(g: &Graph, like: &Val) -> Val {
+    let ty = g.ty(like).with_element(ElementType::I1);
+    let count = ty.num_elements().unwrap_or(0) as usize;
+    g.constant(tessera::exec::tensor::Tensor::from_f64(
+        &ty,
+        vec![1.0; count],
+    ))
+}
+
+/// `Softmax` and `LogSoftmax`: along `axis` from opset 13; before, over the dimensions from
+/// `axis` on, flattened (the input coerced to 2-d).
+pub fn softmax(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let x = input(inputs, 0)?;
+    let ty = g.ty(&x);
+    if ty.element.class() != ElementClass::Float {
+        return invalid(format!("its input is {ty}, not a float tensor"));
+    }
+    let name = if node.proto.op_type == "Softmax" {
+        "nn.softmax"
+    } else {
+        "nn.log_softmax"
+    };
+    let rank = ty.rank() as i64;
+    let axis = node.int("axis", if node.opset < 13 { 1 } else { -1 });
+    if axis < -rank || axis >= rank.max(1) {
+        return invalid(format!("axis {axis} is out of range for {ty}"));
+    }
+    let axis = if axis < 0 { axis + rank } else { axis };
+    if node.opset >= 13 || axis == rank - 1 {
+        return Ok(vec![g.op(
+            name,
+            &[x],
+            &[("axis", Attribute::Int(axis))],
+            None,
+        )?]);
+    }
+    let (outer, inner) = ty.shape.split_at(axis as usize);
+    let flat = vec![outer.iter().product(), inner.iter().product()];
+    let x2 = g.reshape(&x, flat)?;
+    let y2 = g.op(name, &[x2], &[("axis", Attribute::Int(1))], None)?;
+    Ok(vec![g.reshape(&y2, ty.shape.clone())?])
+}

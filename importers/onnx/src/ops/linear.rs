@@ -1,0 +1,232 @@
+//! Matrix products: `MatMul` (numpy semantics, 1-d operands promoted), `Gemm`
+//! (`alpha · A' · B' + beta · C`) and the two-operand `Einsum` forms that are batched matrix
+//! products, each an `array.matmul` between transposes and reshapes.
+
+use super::{input, Inputs};
+use crate::graph::{invalid, unsupported, Graph, NodeResult, Val};
+use crate::node::Node;
+
+/// `MatMul`.
+pub fn matmul(g: &mut Graph, _: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    Ok(vec![matmul_of(g, &input(inputs, 0)?, &input(inputs, 1)?)?])
+}
+
+/// `a · b` with numpy's rules: a 1-d `a` is a row, a 1-d `b` a column, and the added
+/// dimension is removed again.
+pub fn matmul_of(g: &mut Graph, a: &Val, b: &Val) -> NodeResult<Val> {
+    let (ta, tb) = (g.ty(a), g.ty(b));
+    if ta.rank() == 0 || tb.rank() == 0 {
+        return invalid("MatMul operands must have rank 1 or more");
+    }
+    let a2 = if ta.rank() == 1 {
+        g.reshape(a, vec![1, ta.shape[0]])?
+    } else {
+        a.clone()
+    };
+    let b2 = if tb.rank() == 1 {
+        g.reshape(b, vec![tb.shape[0], 1])?
+    } else {
+        b.clone()
+    };
+    let y = g.op("array.matmul", &[a2, b2], &[], None)?;
+    let mut shape = g.ty(&y).shape;
+    if tb.rank() == 1 {
+        shape.pop();
+    }
+    if ta.rank() == 1 {
+        let last = shape.pop();
+        shape.pop();
+        shape.extend(last);
+    }
+    g.reshape(&y, shape)
+}
+
+/// `Gemm`: `alpha · op(A) · op(B) + beta · C`, `op` a transpose where `transA`/`transB` ask.
+pub fn gemm(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let mut a = input(inputs, 0)?;
+    let mut b = input(inputs, 1)?;
+    if g.ty(&a).rank() != 2 || g.ty(&b).rank() != 2 {
+        return invalid("Gemm operands A and B must be matrices");
+    }
+    if node.int("transA", 0) != 0 {
+        a = g.transpose(&a, &[1, 0])?;
+    }
+    if node.int("transB", 0) != 0 {
+        b = g.transpose(&b, &[1, 0])?;
+    }
+    let mut y = g.op("array.matmul", &[a, b], &[], None)?;
+    let element = g.ty(&y).element;
+    let alpha = node.float("alpha", 1.0);
+    if alpha != 1.0 {
+        let s = g.scalar(alpha, element);
+        y = g.binary("array.mul", &s, &y)?;
+    }
+    if let Some(Some(c)) = inputs.get(2) {
+        let beta = node.float("beta", 1.0);
+        let c = if beta == 1.0 {
+            c.clone()
+        } else {
+            let s = g.scalar(beta, element);
+            g.binary("array.mul", &s, c)?
+        };
+        y = g.binary("array.add", &y, &c)?;
+    }
+    Ok(vec![y])
+}
+
+/// The letters of one einsum term.
+fn term(text: &str) -> NodeResult<Vec<char>> {
+    if text.contains("...") {
+        return unsupported("Einsum with an ellipsis ('...')");
+    }
+    let letters: Vec<char> = text.chars().filter(|c| !c.is_whitespace()).collect();
+    if let Some(c) = letters.iter().find(|c| !c.is_ascii_alphabetic()) {
+        return invalid(format!("the equation has '{c}', not a letter"));
+    }
+    for (i, c) in letters.iter().enumerate() {
+        if letters[..i].contains(c) {
+            return unsupported(format!(
+                "Einsum with a repeated index '{c}' in one term (a diagonal)"
+            ));
+        }
+    }
+    Ok(letters)
+}
+
+/// `x` (indexed by `letters`) summed over the letters not in `keep`; the remaining letters.
+fn sum_out(g: &mut Graph, x: Val, letters: &[char], keep: &[char]) -> NodeResult<(Val, Vec<char>)> {
+    let axes: Vec<i64> = (0..letters.len())
+        .filter(|&i| !keep.contains(&letters[i]))
+        .map(|i| i as i64)
+        .collect();
+    if axes.is_empty() {
+        return Ok((x, letters.to_vec()));
+    }
+    let y = g.reduce("array.reduce_sum", &x, &axes, false)?;
+    Ok((
+        y,
+        letters
+            .iter()
+            .copied()
+            .filter(|c| keep.contains(c))
+            .collect(),
+    ))
+}
+
+/// `x` (indexed by `letters`) transposed to the order of `order`.
+fn arrange(g: &mut Graph, x: &Val, letters: &[char], order: &[char]) -> NodeResult<Val> {
+    let perm: Vec<i64> = order
+        .iter()
+        .map(|c| letters.iter().position(|l| l == c).expect("letter present") as i64)
+        .collect();
+    g.transpose(x, &perm)
+}
+
+/// `Einsum` with one operand (a transpose and sums) or two (a batched matrix product:
+/// letters in both and the output are batch, in both only are contracted, in one and the
+/// output are its free dimensions).
+pub fn einsum(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let equation = node.string("equation", "");
+    let Some((lhs, out)) = equation.split_once("->") else {
+        return unsupported("Einsum without an explicit output ('->')");
+    };
+    let terms = lhs.split(',').map(term).collect::<NodeResult<Vec<_>>>()?;
+    let out = term(out)?;
+    let operands: Vec<Val> = inputs.iter().flatten().cloned().collect();
+    if terms.len() != operands.len() {
+        return invalid(format!(
+            "the equation has {} operands, the node {}",
+            terms.len(),
+            operands.len()
+        ));
+    }
+    for (t, v) in terms.iter().zip(&operands) {
+        if t.len() != g.ty(v).rank() {
+            return invalid(format!(
+                "term '{}' does not match an operand of rank {}",
+                t.iter().collect::<String>(),
+                g.ty(v).rank()
+            ));
+        }
+    }
+    if let Some(c) = out.iter().find(|c| !terms.iter().any(|t| t.contains(c))) {
+        return invalid(format!("output index '{c}' is in no operand"));
+    }
+    match terms.as_slice() {
+        [a] => {
+            let (x, letters) = sum_out(g, operands[0].clone(), a, &out)?;
+            Ok(vec![arrange(g, &x, &letters, &out)?])
+        }
+        [a, b] => {
+            let both = |c: &char| a.contains(c) && b.contains(c);
+            // Letters only one operand has and the output lacks are summed out first.
+            let keep_a: Vec<char> = a
+                .iter()
+                .copied()
+                .filter(|c| both(c) || out.contains(c))
+                .collect();
+            let keep_b: Vec<char> = b
+                .iter()
+                .copied()
+                .filter(|c| both(c) || out.contains(c))
+                .collect();
+            let (xa, la) = sum_out(g, operands[0].clone(), a, &keep_a)?;
+            let (xb, lb) = sum_out(g, operands[1].clone(), b, &keep_b)?;
+            let batch: Vec<char> = out.iter().copied().filter(|c| both(c)).collect();
+            let contracted: Vec<char> = la
+                .iter()
+                .copied()
+                .filter(|c| both(c) && !out.contains(c))
+                .collect();
+            let free_a: Vec<char> = la.iter().copied().filter(|c| !both(c)).collect();
+            let free_b: Vec<char> = lb.iter().copied().filter(|c| !both(c)).collect();
+            let (ta, tb) = (g.ty(&xa), g.ty(&xb));
+            let size = |letters: &[char], of: &[char], shape: &[u64]| -> u64 {
+                letters
+                    .iter()
+                    .map(|c| shape[of.iter().position(|l| l == c).expect("letter present")])
+                    .product()
+            };
+            for c in batch.iter().chain(&contracted) {
+                let da = ta.shape[la.iter().position(|l| l == c).expect("in a")];
+                let db = tb.shape[lb.iter().position(|l| l == c).expect("in b")];
+                if da != db {
+                    return invalid(format!(
+                        "index '{c}' is {da} in one operand and {db} in the other"
+                    ));
+                }
+            }
+            let order_a: Vec<char> = [&batch[..], &free_a, &contracted].concat();
+            let order_b: Vec<char> = [&batch[..], &contracted, &free_b].concat();
+            let pa = arrange(g, &xa, &la, &order_a)?;
+            let pb = arrange(g, &xb, &lb, &order_b)?;
+            let nb = size(&batch, &la, &ta.shape);
+            let (m, k) = (
+                size(&free_a, &la, &ta.shape),
+                size(&contracted, &la, &ta.shape),
+            );
+            let n = size(&free_b, &lb, &tb.shape);
+            let ma = g.reshape(&pa, vec![nb, m, k])?;
+            let mb = g.reshape(&pb, vec![nb, k, n])?;
+            let product = g.op("array.matmul", &[ma, mb], &[], None)?;
+            let mut dims: Vec<u64> = Vec::new();
+            let mut letters: Vec<char> = Vec::new();
+            for (group, of, shape) in [
+                (&batch, &la, &ta.shape),
+                (&free_a, &la, &ta.shape),
+                (&free_b, &lb, &tb.shape),
+            ] {
+                for c in group.iter() {
+                    dims.push(shape[of.iter().position(|l| l == c).expect("letter present")]);
+                    letters.push(*c);
+                }
+            }
+            let y = g.reshape(&product, dims)?;
+            Ok(vec![arrange(g, &y, &letters, &out)?])
+        }
+        _ => unsupported(format!(
+            "Einsum of {} operands (tessera imports one or two)",
+            terms.len()
+        )),
+    }
+}

@@ -1,0 +1,125 @@
+//! The converters: one function per ONNX op (or family), looked up by op type. Each builds
+//! the op from tessera ops through [`Graph`], so every imported op is checked by the same
+//! shape rules as text.
+
+mod elementwise;
+mod linear;
+mod nn;
+mod reduce;
+mod shape;
+
+use crate::graph::{invalid, Graph, NodeResult, Val};
+use crate::node::Node;
+
+/// A node's inputs, in order; `None` for absent optional ones.
+pub type Inputs = [Option<Val>];
+
+/// Converts one node: its outputs, in order.
+pub type Convert = fn(&mut Graph, &Node, &Inputs) -> NodeResult<Vec<Val>>;
+
+/// The most bytes one `Constant` or `ConstantOfShape` may take.
+pub const CONSTANT_LIMIT: u64 = 1 << 31;
+
+/// Input `index`, which the op requires.
+pub fn input(inputs: &Inputs, index: usize) -> NodeResult<Val> {
+    match inputs.get(index) {
+        Some(Some(v)) => Ok(v.clone()),
+        _ => invalid(format!("input #{index} is required")),
+    }
+}
+
+/// Axis `axis` (negative counts from the end) of a rank-`rank` tensor, checked.
+pub fn axis_in(axis: i64, rank: usize) -> NodeResult<usize> {
+    let r = rank as i64;
+    if axis < -r || axis >= r {
+        return invalid(format!("axis {axis} is out of range for rank {rank}"));
+    }
+    Ok(if axis < 0 { axis + r } else { axis } as usize)
+}
+
+/// The converter of ONNX op `op_type` (default domain), if tessera imports it.
+pub fn converter(op_type: &str) -> Option<Convert> {
+    SUPPORTED
+        .iter()
+        .find(|(name, _)| *name == op_type)
+        .map(|(_, convert)| *convert)
+}
+
+/// Every op type the importer converts, with its converter.
+pub static SUPPORTED: &[(&str, Convert)] = &[
+    ("Abs", elementwise::unary),
+    ("Add", elementwise::arithmetic),
+    ("And", elementwise::logic),
+    ("ArgMax", reduce::argmax),
+    ("AveragePool", nn::pool),
+    ("BatchNormalization", nn::batch_norm),
+    ("Cast", elementwise::cast),
+    ("Ceil", elementwise::unary),
+    ("Clip", elementwise::clip),
+    ("Concat", shape::concat),
+    ("Constant", shape::constant),
+    ("ConstantOfShape", shape::constant_of_shape),
+    ("Conv", nn::conv),
+    ("Div", elementwise::arithmetic),
+    ("Dropout", elementwise::identity),
+    ("Einsum", linear::einsum),
+    ("Elu", elementwise::leaky),
+    ("Equal", elementwise::comparison),
+    ("Erf", elementwise::unary),
+    ("Exp", elementwise::unary),
+    ("Expand", shape::expand),
+    ("Flatten", shape::flatten),
+    ("Floor", elementwise::unary),
+    ("Gather", shape::gather),
+    ("Gelu", elementwise::gelu),
+    ("Gemm", linear::gemm),
+    ("GlobalAveragePool", nn::global_pool),
+    ("GlobalMaxPool", nn::global_pool),
+    ("Greater", elementwise::comparison),
+    ("GreaterOrEqual", elementwise::comparison),
+    ("HardSigmoid", elementwise::hard),
+    ("HardSwish", elementwise::hard),
+    ("Identity", elementwise::identity),
+    ("InstanceNormalization", nn::instance_norm),
+    ("LayerNormalization", nn::layer_norm),
+    ("LeakyRelu", elementwise::leaky),
+    ("Less", elementwise::comparison),
+    ("LessOrEqual", elementwise::comparison),
+    ("Log", elementwise::unary),
+    ("LogSoftmax", elementwise::softmax),
+    ("MatMul", linear::matmul),
+    ("Max", elementwise::variadic),
+    ("MaxPool", nn::pool),
+    ("Mean", elementwise::variadic),
+    ("Min", elementwise::variadic),
+    ("Mul", elementwise::arithmetic),
+    ("Neg", elementwise::unary),
+    ("Not", elementwise::logic),
+    ("Or", elementwise::logic),
+    ("Pad", shape::pad),
+    ("Pow", elementwise::pow),
+    ("Reciprocal", elementwise::unary),
+    ("ReduceL2", reduce::reduce),
+    ("ReduceMax", reduce::reduce),
+    ("ReduceMean", reduce::reduce),
+    ("ReduceMin", reduce::reduce),
+    ("ReduceSum", reduce::reduce),
+    ("Relu", elementwise::unary),
+    ("Reshape", shape::reshape),
+    ("Shape", shape::shape),
+    ("Sigmoid", elementwise::unary),
+    ("Size", shape::size),
+    ("Slice", shape::slice),
+    ("Softmax", elementwise::softmax),
+    ("Split", shape::split),
+    ("Sqrt", elementwise::unary),
+    ("Squeeze", shape::squeeze),
+    ("Sub", elementwise::arithmetic),
+    ("Sum", elementwise::variadic),
+    ("Tanh", elementwise::unary),
+    ("Tile", shape::tile),
+    ("Transpose", shape::transpose),
+    ("Unsqueeze", shape::unsqueeze),
+    ("Where", elementwise::where_),
+    ("Xor", elementwise::logic),
+];

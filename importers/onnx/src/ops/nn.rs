@@ -1,0 +1,366 @@
+//! Layers over NCHW tensors: `Conv`, `MaxPool`, `AveragePool`, the global pools, and the
+//! normalizations (`BatchNormalization` at inference, `LayerNormalization`,
+//! `InstanceNormalization`). tessera's convolution and pooling are channels-last: the input
+//! is transposed to NHWC and the result back (a transpose that undoes the one before it
+//! vanishes), filters are transposed to HWCF at import time.
+
+use super::{input, Inputs};
+use crate::graph::{invalid, unsupported, Graph, NodeResult, Val};
+use crate::node::Node;
+use tessera::attr::Attribute;
+use tessera::types::TensorType;
+
+/// An integer list attribute value.
+fn ints(values: &[i64]) -> Attribute {
+    Attribute::List(values.iter().map(|&v| Attribute::Int(v)).collect())
+}
+
+/// The spatial geometry of a convolution or pooling node over a 2-d (or 1-d, as 1 × L) input.
+struct Window {
+    kernel: [u64; 2],
+    strides: [u64; 2],
+    dilations: [u64; 2],
+    /// `[top, left, bottom, right]` (ONNX's begin..., end...).
+    pads: [u64; 4],
+}
+
+/// Reads `kernel_shape`, `strides`, `dilations`, `pads`/`auto_pad` of `node` for spatial
+/// input extents `input` (1 or 2 of them) and kernel extents `kernel`; 1-d values are
+/// placed on the second axis, the first being 1.
+fn window(node: &Node, input: &[u64], kernel: &[u64]) -> NodeResult<Window> {
+    let n = input.len();
+    let two = |values: Vec<i64>, name: &str, fill: i64| -> NodeResult<[u64; 2]> {
+        if values.len() != n || values.iter().any(|&v| v < 0) {
+            return invalid(format!(
+                "{name} {values:?} does not fit {n} spatial dimension(s)"
+            ));
+        }
+        Ok(if n == 1 {
+            [fill as u64, values[0] as u64]
+        } else {
+            [values[0] as u64, values[1] as u64]
+        })
+    };
+    let kernel = two(
+        kernel.iter().map(|&k| k as i64).collect(),
+        "kernel_shape",
+        1,
+    )?;
+    let strides = two(node.ints("strides").unwrap_or(vec![1; n]), "strides", 1)?;
+    let dilations = two(node.ints("dilations").unwrap_or(vec![1; n]), "dilations", 1)?;
+    if strides.contains(&0) || dilations.contains(&0) || kernel.contains(&0) {
+        return invalid("kernel sizes, strides and dilations must be positive");
+    }
+    let input2 = if n == 1 {
+        [1, input[0]]
+    } else {
+        [input[0], input[1]]
+    };
+    let auto_pad = node.string("auto_pad", "NOTSET");
+    let pads = match auto_pad.as_str() {
+        "NOTSET" => {
+            let p = node.ints("pads").unwrap_or(vec![0; 2 * n]);
+            if p.len() != 2 * n || p.iter().any(|&v| v < 0) {
+                return invalid(format!("pads {p:?} do not fit {n} spatial dimension(s)"));
+            }
+            let p: Vec<u64> = p.iter().map(|&v| v as u64).collect();
+            if n == 1 {
+                [0, p[0], 0, p[1]]
+            } else {
+                [p[0], p[1], p[2], p[3]]
+            }
+        }
+        "VALID" => [0; 4],
+        "SAME_UPPER" | "SAME_LOWER" => {
+            let mut pads = [0; 4];
+            for d in 0..2 {
+                let out = input2[d].div_ceil(strides[d]);
+                let span = (kernel[d] - 1) * dilations[d] + 1;
+                let total = ((out.max(1) - 1) * strides[d] + span).saturating_sub(input2[d]);
+                let small = total / 2;
+                let (begin, end) = if auto_pad == "SAME_UPPER" {
+                    (small, total - small)
+                } else {
+                    (total - small, small)
+                };
+                pads[d] = begin;
+                pads[d + 2] = end;
+            }
+            pads
+        }
+        other => {
+            return invalid(format!(
+                "auto_pad '{other}' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER"
+            ))
+        }
+    };
+    Ok(Window {
+        kernel,
+        strides,
+        dilations,
+        pads,
+    })
+}
+
+/// `x` as NHWC: rank 4 transposed, rank 3 (`[N, C, L]`) as `[N, 1, L, C]`.
+fn to_nhwc(g: &mut Graph, x: &Val) -> NodeResult<Val> {
+    let ty = g.ty(x);
+    match ty.rank() {
+        4 => g.transpose(x, &[0, 2, 3, 1]),
+        3 => {
+            let x4 = g.reshape(x, vec![ty.shape[0], ty.shape[1], 1, ty.shape[2]])?;
+            g.transpose(&x4, &[0, 2, 3, 1])
+        }
+        r => unsupported(format!(
+            "a {r}-d input (tessera convolves and pools 1-d and 2-d)"
+        )),
+    }
+}
+
+/// NHWC `y` back to the layout of an input of rank `rank` (NCHW, or `[N, C, L]`).
+fn from_nhwc(g: &mut Graph, y: &Val, rank: usize) -> NodeResult<Val> {
+    let back = g.transpose(y, &[0, 3, 1, 2])?;
+    if rank == 3 {
+        let s = g.ty(&back).shape;
+        return g.reshape(&back, vec![s[0], s[1], s[3]]);
+    }
+    Ok(back)
+}
+
+/// `Conv` (one group).
+pub fn conv(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let x = input(inputs, 0)?;
+    let w = input(inputs, 1)?;
+    let (tx, tw) = (g.ty(&x), g.ty(&w));
+    if tx.rank() != tw.rank() || !(3..=4).contains(&tx.rank()) {
+        return unsupported(format!(
+            "Conv of {tx} with filter {tw} (tessera convolves 1-d and 2-d)"
+        ));
+    }
+    let group = node.int("group", 1);
+    if group != 1 {
+        return unsupported(format!(
+            "Conv with {group} groups (grouped and depthwise convolutions come next)"
+        ));
+    }
+    if tw.shape[1] != tx.shape[1] {
+        return invalid(format!(
+            "the filter {tw} does not fit the input's {} channels",
+            tx.shape[1]
+        ));
+    }
+    let spatial = &tx.shape[2..];
+    let geometry = window(node, spatial, &tw.shape[2..])?;
+    let xt = to_nhwc(g, &x)?;
+    // Filters [M, C, kh, kw] (or [M, C, k]) to HWCF.
+    let w4 = if tw.rank() == 3 {
+        g.reshape(&w, vec![tw.shape[0], tw.shape[1], 1, tw.shape[2]])?
+    } else {
+        w
+    };
+    let wt = g.transpose(&w4, &[2, 3, 1, 0])?;
+    let mut operands = vec![xt, wt];
+    if let Some(Some(b)) = inputs.get(2) {
+        operands.push(b.clone());
+    }
+    let p = geometry.pads;
+    let attrs = [
+        ("strides", ints(&geometry.strides.map(|v| v as i64))),
+        ("dilations", ints(&geometry.dilations.map(|v| v as i64))),
+        ("padding", ints(&[p[0], p[2], p[1], p[3]].map(|v| v as i64))),
+    ];
+    let y = g.op("nn.conv2d", &operands, &attrs, None)?;
+    Ok(vec![from_nhwc(g, &y, tx.rank())?])
+}
+
+/// `MaxPool` and `AveragePool`.
+pub fn pool(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let x = input(inputs, 0)?;
+    let tx = g.ty(&x);
+    if !(3..=4).contains(&tx.rank()) {
+        return unsupported(format!(
+            "{} of {tx} (tessera pools 1-d and 2-d)",
+            node.proto.op_type
+        ));
+    }
+    let max = node.proto.op_type == "MaxPool";
+    if max && node.proto.output.get(1).is_some_and(|o| !o.is_empty()) {
+        return unsupported("MaxPool's Indices output");
+    }
+    let Some(kernel) = node.ints("kernel_shape") else {
+        return invalid("it has no kernel_shape");
+    };
+    let kernel: Vec<u64> = kernel.iter().map(|&k| k.max(0) as u64).collect();
+    let ceil_mode = node.int("ceil_mode", 0) != 0;
+    let include_pad = !max && node.int("count_include_pad", 0) != 0;
+    let mut geometry = window(node, &tx.shape[2..], &kernel)?;
+    if geometry.dilations != [1, 1] {
+        return unsupported(format!("{} with dilations", node.proto.op_type));
+    }
+    let mut xt = to_nhwc(g, &x)?;
+    if include_pad && geometry.pads.iter().any(|&p| p > 0) {
+        // Padding that counts is data: pad with zeros, pool what remains.
+        let p = geometry.pads;
+        let low = Attribute::List(
+            [0, p[0], p[1], 0]
+                .map(|v| Attribute::Int(v as i64))
+                .to_vec(),
+        );
+        let high = Attribute::List(
+            [0, p[2], p[3], 0]
+                .map(|v| Attribute::Int(v as i64))
+                .to_vec(),
+        );
+        xt = g.op("array.pad", &[xt], &[("low", low), ("high", high)], None)?;
+        geometry.pads = [0; 4];
+    }
+    if ceil_mode {
+        // Extra end padding so the last partial window exists (never counted).
+        let t = g.ty(&xt);
+        let spatial = [t.shape[1], t.shape[2]];
+        for (d, &extent) in spatial.iter().enumerate() {
+            let padded = extent + geometry.pads[d] + geometry.pads[d + 2];
+            if padded < geometry.kernel[d] {
+                continue;
+            }
+            let mut out = (padded - geometry.kernel[d]).div_ceil(geometry.strides[d]) + 1;
+            if (out - 1) * geometry.strides[d] >= extent + geometry.pads[d] {
+                out -= 1;
+            }
+            let needed = (out - 1) * geometry.strides[d] + geometry.kernel[d];
+            geometry.pads[d + 2] += needed.saturating_sub(padded);
+        }
+    }
+    let p = geometry.pads;
+    let attrs = [
+        ("window", ints(&geometry.kernel.map(|v| v as i64))),
+        ("strides", ints(&geometry.strides.map(|v| v as i64))),
+        ("padding", ints(&[p[0], p[2], p[1], p[3]].map(|v| v as i64))),
+    ];
+    let name = if max {
+        "nn.max_pool2d"
+    } else {
+        "nn.avg_pool2d"
+    };
+    let y = g.op(name, &[xt], &attrs, None)?;
+    Ok(vec![from_nhwc(g, &y, tx.rank())?])
+}
+
+/// `GlobalAveragePool` and `GlobalMaxPool`: a reduction over the spatial axes, kept.
+pub fn global_pool(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let x = input(inputs, 0)?;
+    let rank = g.ty(&x).rank() as i64;
+    if rank < 3 {
+        return invalid("its input has no spatial dimensions");
+    }
+    let axes: Vec<i64> = (2..rank).collect();
+    let name = if node.proto.op_type == "GlobalMaxPool" {
+        "array.reduce_max"
+    } else {
+        "array.reduce_mean"
+    };
+    Ok(vec![g.reduce(name, &x, &axes, true)?])
+}
+
+/// A per-channel vector `v` (`[C]`) shaped to broadcast over `[N, C, ...]` of rank `rank`.
+fn per_channel(g: &mut Graph, v: &Val, rank: usize) -> NodeResult<Val> {
+    let c = g.ty(v).shape.iter().product();
+    let mut shape = vec![c];
+    shape.resize(rank.saturating_sub(1), 1);
+    g.reshape(v, shape)
+}
+
+/// True when output `index` of `node` is used (named).
+fn has_output(node: &Node, index: usize) -> bool {
+    node.proto.output.get(index).is_some_and(|o| !o.is_empty())
+}
+
+/// `BatchNormalization` at inference: `x · a + b` with `a = scale / sqrt(var + eps)` and
+/// `b = bias - mean · a`, per channel (folded when the statistics are constants).
+pub fn batch_norm(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    if node.int("training_mode", 0) != 0 || (1..5).any(|i| has_output(node, i)) {
+        return unsupported(
+            "BatchNormalization in training mode (tessera imports inference graphs)",
+        );
+    }
+    let x = input(inputs, 0)?;
+    let rank = g.ty(&x).rank();
+    if rank < 2 {
+        return invalid("its input has no channel dimension");
+    }
+    let element = g.ty(&x).element;
+    let mut params = Vec::new();
+    for i in 1..5 {
+        let v = input(inputs, i)?;
+        params.push(per_channel(g, &v, rank)?);
+    }
+    let eps = g.scalar(node.float("epsilon", 1e-5), element);
+    let shifted = g.binary("array.add", &params[3], &eps)?;
+    let inv = g.unary("array.rsqrt", &shifted)?;
+    let a = g.binary("array.mul", &params[0], &inv)?;
+    let ma = g.binary("array.mul", &params[2], &a)?;
+    let b = g.binary("array.sub", &params[1], &ma)?;
+    let xa = g.binary("array.mul", &x, &a)?;
+    Ok(vec![g.binary("array.add", &xa, &b)?])
+}
+
+/// `LayerNormalization` (opset 17): `nn.layer_norm` with the scale and bias broadcast to the
+/// normalized shape.
+pub fn layer_norm(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    if has_output(node, 1) || has_output(node, 2) {
+        return unsupported("LayerNormalization's Mean and InvStdDev outputs");
+    }
+    let x = input(inputs, 0)?;
+    let ty = g.ty(&x);
+    let rank = ty.rank() as i64;
+    let axis = node.int("axis", -1);
+    if axis < -rank || axis >= rank {
+        return invalid(format!("axis {axis} is out of range for {ty}"));
+    }
+    let axis = if axis < 0 { axis + rank } else { axis };
+    let normalized = ty.shape[axis as usize..].to_vec();
+    let scale = input(inputs, 1)?;
+    let gamma = g.broadcast(&scale, normalized.clone())?;
+    let beta = match inputs.get(2).cloned().flatten() {
+        Some(b) => g.broadcast(&b, normalized)?,
+        None => {
+            let zero = g.scalar(0.0, ty.element);
+            g.broadcast(&zero, normalized)?
+        }
+    };
+    let attrs = [
+        ("axis", Attribute::Int(axis)),
+        ("epsilon", Attribute::Float(node.float("epsilon", 1e-5))),
+    ];
+    Ok(vec![g.op(
+        "nn.layer_norm",
+        &[x, gamma, beta],
+        &attrs,
+        None,
+    )?])
+}
+
+/// `InstanceNormalization`: per sample and channel, over the spatial axes.
+pub fn instance_norm(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let x = input(inputs, 0)?;
+    let ty: TensorType = g.ty(&x);
+    let rank = ty.rank();
+    if rank < 3 {
+        return invalid("its input has no spatial dimensions");
+    }
+    let axes: Vec<i64> = (2..rank as i64).collect();
+    let mean = g.reduce("array.reduce_mean", &x, &axes, true)?;
+    let centered = g.binary("array.sub", &x, &mean)?;
+    let squares = g.binary("array.mul", &centered, &centered)?;
+    let variance = g.reduce("array.reduce_mean", &squares, &axes, true)?;
+    let eps = g.scalar(node.float("epsilon", 1e-5), ty.element);
+    let shifted = g.binary("array.add", &variance, &eps)?;
+    let inv = g.unary("array.rsqrt", &shifted)?;
+    let normalized = g.binary("array.mul", &centered, &inv)?;
+    let scale = input(inputs, 1)?;
+    let scale = per_channel(g, &scale, rank)?;
+    let bias = input(inputs, 2)?;
+    let bias = per_channel(g, &bias, rank)?;
+    let scaled = g.binary("array.mul", &normalized, &scale)?;
+    Ok(vec![g.binary("array.add", &scaled, &bias)?])
+}
