@@ -44,3 +44,14 @@ if ! compgen -G "$venv/lib/python3*/site-packages/nvidia/cuda_nvcc/bin/ptxas" >/
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "$cuda_wheel"
 fi
+
+# The onnx package (pinned) with numpy, into the project's .venv-onnx: it generates the ONNX
+# backend node tests (scripts/onnx_node_tests.py) that the conformance run and the test suite
+# import and compare against.
+onnx_wheels=("onnx==1.23.2" "numpy==2.4.6")
+onnx_venv="$root/.venv-onnx"
+if ! "$onnx_venv/bin/python" -c "import onnx" 2>/dev/null; then
+  echo "setup: installing ${onnx_wheels[*]} into .venv-onnx" >&2
+  python3 -m venv "$onnx_venv"
+  "$onnx_venv/bin/pip" install -q --disable-pip-version-check "${onnx_wheels[@]}"
+fi

@@ -69,6 +69,21 @@ impl Tensor {
         }
     }
 
+    /// A tensor of `ty` holding `values` as elements of its type's class: floats rounded to
+    /// the element type, integers truncated toward zero, booleans true where nonzero.
+    pub fn from_numbers(ty: &TensorType, values: impl IntoIterator<Item = f64>) -> Tensor {
+        let values = values.into_iter();
+        let data = match ty.element.class() {
+            ElementClass::Float => return Tensor::from_f64(ty, values),
+            ElementClass::Int => TensorData::Int(values.map(|v| v as i64).collect()),
+            ElementClass::Bool => TensorData::Bool(values.map(|v| v != 0.0).collect()),
+        };
+        Tensor {
+            ty: ty.clone(),
+            data,
+        }
+    }
+
     /// Why the elements do not fit the type, or `None` when they do: the data's class is the
     /// element type's, there are as many elements as the shape holds, floats are values of
     /// the element type and integers are in its range.

@@ -76,14 +76,29 @@ impl FuncBuilder {
         Ok(results)
     }
 
-    /// The function, returning `returns`.
+    /// The function, returning `returns`; ops whose results nothing uses are left out (ops
+    /// have no effects, so what no result depends on is dead).
     pub fn finish(self, returns: Vec<ValueId>) -> Func {
         let result_types = returns.iter().map(|&r| self.ty(r).clone()).collect();
+        let mut live = vec![false; self.values.len()];
+        for &r in &returns {
+            live[r.index()] = true;
+        }
+        let mut kept: Vec<Operation> = Vec::with_capacity(self.ops.len());
+        for op in self.ops.into_iter().rev() {
+            if op.results.iter().any(|r| live[r.index()]) {
+                for operand in &op.operands {
+                    live[operand.index()] = true;
+                }
+                kept.push(op);
+            }
+        }
+        kept.reverse();
         Func {
             name: self.name,
             params: self.params,
             result_types,
-            ops: self.ops,
+            ops: kept,
             returns,
             values: self.values,
             span: Span::default(),

@@ -9,6 +9,13 @@ this script says how they were made.
 - escaping/dense_relu.onnx: the same, but an initializer's external data names a path outside
   the model's folder (../weights.bin, which exists: a copy of external/weights.bin), which the
   importer must refuse.
+- conv_net.onnx: a small CNN as PyTorch exports one (NCHW; Conv with padding and bias,
+  BatchNormalization, Relu, MaxPool, a second Conv, GlobalAveragePool, Flatten, Gemm with
+  transB, Softmax), seeded random weights (some over 16 elements: they go to the side file),
+  batch N symbolic; conv_net_x.npy an input of batch 2 and conv_net_y.npy ONNX Runtime's
+  output for it (needs onnxruntime: bench/.venv has it).
+- unsupported.onnx: a graph with two ops tessera does not import (a custom-domain op and
+  ConvTranspose) between supported ones, for the all-at-once error.
 """
 
 import os
@@ -41,7 +48,78 @@ def model():
     )
 
 
+def conv_net():
+    rng = np.random.default_rng(12)
+
+    def init(name, *shape):
+        return numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32) * 0.3, name)
+
+    inits = [
+        init("conv1.weight", 8, 3, 3, 3),
+        init("conv1.bias", 8),
+        numpy_helper.from_array(rng.uniform(0.5, 1.5, 8).astype(np.float32), "bn.scale"),
+        init("bn.bias", 8),
+        init("bn.mean", 8),
+        numpy_helper.from_array(rng.uniform(0.5, 2.0, 8).astype(np.float32), "bn.var"),
+        init("conv2.weight", 16, 8, 3, 3),
+        init("fc.weight", 10, 16),
+        init("fc.bias", 10),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "conv1.weight", "conv1.bias"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c1", "bn.scale", "bn.bias", "bn.mean", "bn.var"], ["b1"], name="bn", epsilon=1e-5),
+        helper.make_node("Relu", ["b1"], ["r1"], name="relu1"),
+        helper.make_node("MaxPool", ["r1"], ["p1"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p1", "conv2.weight"], ["c2"], name="conv2", strides=[2, 2]),
+        helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+        helper.make_node("GlobalAveragePool", ["r2"], ["g"], name="gap"),
+        helper.make_node("Flatten", ["g"], ["f"], name="flatten", axis=1),
+        helper.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["logits"], name="fc", transB=1),
+        helper.make_node("Softmax", ["logits"], ["y"], name="softmax", axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "conv_net",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 12, 12])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])],
+        initializer=inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="tessera-tests")
+
+
+def unsupported():
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Swizzle", ["r"], ["s"], name="swizzle", domain="com.example"),
+        helper.make_node("ConvTranspose", ["r", "w"], ["t"], name="deconv"),
+        helper.make_node("Add", ["s", "t"], ["y"], name="add"),
+    ]
+    w = numpy_helper.from_array(np.ones((2, 2, 1, 1), dtype=np.float32), "w")
+    graph = helper.make_graph(
+        nodes,
+        "unsupported",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 4])],
+        initializer=[w],
+    )
+    return helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)],
+        producer_name="tessera-tests",
+    )
+
+
 def main():
+    import onnxruntime
+
+    net = conv_net()
+    onnx.checker.check_model(net)
+    onnx.save(net, os.path.join(HERE, "conv_net.onnx"))
+    x = np.random.default_rng(5).uniform(-1, 1, (2, 3, 12, 12)).astype(np.float32)
+    np.save(os.path.join(HERE, "conv_net_x.npy"), x)
+    session = onnxruntime.InferenceSession(net.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.save(os.path.join(HERE, "conv_net_y.npy"), session.run(None, {"x": x})[0])
+    onnx.save(unsupported(), os.path.join(HERE, "unsupported.onnx"))
     m = model()
     onnx.checker.check_model(m)
     onnx.save(m, os.path.join(HERE, "dense_relu.onnx"))

@@ -2,6 +2,7 @@
 //! thin binaries in `bin/`.
 
 pub mod bench;
+pub mod conformance;
 pub mod import;
 pub mod model;
 pub mod opt;

@@ -62,6 +62,7 @@ pub fn import_onnx(
         input_shapes: input_shapes(shapes, tool)?,
         side_file: side_file.to_string(),
         source_name: format!("{} (imported)", path.display()),
+        bound_inputs: BTreeMap::new(),
     };
     import_file(path, &options, &registry())
         .map_err(|e| format!("{tool}: error: {}: {e}", path.display()))

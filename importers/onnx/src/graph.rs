@@ -112,7 +112,10 @@ impl<'r> Graph<'r> {
 
     /// A rank-0 constant of `element` type holding `value`.
     pub fn scalar(&self, value: f64, element: ElementType) -> Val {
-        self.constant(Tensor::from_f64(&TensorType::new(vec![], element), [value]))
+        self.constant(Tensor::from_numbers(
+            &TensorType::new(vec![], element),
+            [value],
+        ))
     }
 
     /// The type of `v`.
@@ -175,7 +178,16 @@ impl<'r> Graph<'r> {
                 let mut results = def
                     .evaluate(&ctx)
                     .map_err(|e| NodeError::Invalid(format!("folding '{name}': {}", e.0)))?;
-                return Ok(self.constant(results.remove(0)));
+                // A folded weight (a transposed filter) keeps its initializer's name.
+                let key = operands.iter().find_map(|v| match v {
+                    Val::Const(t) => self.keys.get(&(Arc::as_ptr(t) as usize)).cloned(),
+                    Val::Dyn(_) => None,
+                });
+                let folded = results.remove(0);
+                return Ok(match key {
+                    Some(key) => self.named_constant(folded, &key),
+                    None => self.constant(folded),
+                });
             }
         }
         let operand_ids: Vec<ValueId> = operands
@@ -323,7 +335,12 @@ impl<'r> Graph<'r> {
             return Ok(x.clone());
         }
         let written = TensorType::new(shape, ty.element);
-        self.op("array.broadcast", std::slice::from_ref(x), &[], Some(written))
+        self.op(
+            "array.broadcast",
+            std::slice::from_ref(x),
+            &[],
+            Some(written),
+        )
     }
 
     /// `x` converted to `element` (itself when it has that type).

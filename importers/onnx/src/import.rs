@@ -15,6 +15,7 @@ use std::fmt;
 use std::path::Path;
 use tessera::diag::render_all;
 use tessera::dialect::Registry;
+use tessera::exec::tensor::Tensor;
 use tessera::frontend::load_with;
 use tessera::ir::Module;
 use tessera::source::SourceFile;
@@ -34,6 +35,9 @@ pub struct ImportOptions {
     pub side_file: String,
     /// The name the printed module is verified under (in messages).
     pub source_name: String,
+    /// Graph inputs given values at import time: constants, not parameters (shapes, axes or
+    /// indices that a model takes as inputs but tessera needs to know).
+    pub bound_inputs: BTreeMap<String, Tensor>,
 }
 
 /// A graph input and the parameter it became.
@@ -246,10 +250,14 @@ pub fn import(
         })
         .collect();
     let default_opset = *opsets.get("").unwrap_or(&1);
-    for name in options.input_shapes.keys() {
+    for name in options
+        .input_shapes
+        .keys()
+        .chain(options.bound_inputs.keys())
+    {
         if !graph.input.iter().any(|i| &i.name == name) {
             return Err(ImportError::Model(format!(
-                "--input-shape names '{name}', which is not an input of the graph"
+                "'{name}' is not an input of the graph"
             )));
         }
     }
@@ -267,6 +275,11 @@ pub fn import(
     for info in &graph.input {
         if values.contains_key(&info.name) {
             continue; // An initializer that old opsets also list as an input: a weight.
+        }
+        if let Some(tensor) = options.bound_inputs.get(&info.name) {
+            let value = g.named_constant(tensor.clone(), &info.name);
+            values.insert(info.name.clone(), value);
+            continue;
         }
         let ty = input_type(info, options, &mut notes)?;
         let (value, param) = g.param(&info.name, ty);

@@ -14,4 +14,4 @@ pub mod tensor;
 pub use import::{
     import, import_file, GraphInput, ImportError, ImportOptions, Imported, UnsupportedNode,
 };
-pub use read::{read_model, ReadError};
+pub use read::{read_model, read_tensor, ReadError};

@@ -4,8 +4,10 @@
 //! `../../secrets`).
 
 use crate::proto::{DataLocation, ModelProto, TensorProto};
+use crate::tensor::tensor_of;
 use prost::Message;
 use std::path::{Path, PathBuf};
+use tessera::exec::tensor::Tensor;
 use tessera::weights::confined;
 
 /// Why a model could not be read.
@@ -58,6 +60,17 @@ pub fn read_model(path: &Path) -> Result<ModelProto, ReadError> {
         }
     }
     Ok(model)
+}
+
+/// The tensor stored in the file at `path` (a serialized `TensorProto`, as ONNX test data
+/// is), refused over `limit` bytes; its name and the tensor.
+pub fn read_tensor(path: &Path, limit: u64) -> Result<(String, Tensor), String> {
+    let bytes =
+        std::fs::read(path).map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
+    let proto = TensorProto::decode(bytes.as_slice())
+        .map_err(|e| format!("'{}' is not an ONNX tensor: {e}", path.display()))?;
+    let tensor = tensor_of(&proto, limit).map_err(|e| format!("'{}': {e}", path.display()))?;
+    Ok((proto.name, tensor))
 }
 
 /// The value of `key` in `tensor`'s external data entries.

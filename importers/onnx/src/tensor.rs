@@ -23,7 +23,7 @@ pub struct TensorError {
 pub fn element_type(data_type: i32) -> Result<ElementType, String> {
     let Ok(known) = DataType::try_from(data_type) else {
         return Err(format!(
-            "has data type {data_type}, which ONNX does not define"
+            "has elements of ONNX data type {data_type}, which tessera has no type for (it has f32, f64, f16, bf16, i1, i8, i32, i64)"
         ));
     };
     Ok(match known {

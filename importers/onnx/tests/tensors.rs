@@ -113,5 +113,5 @@ fn shapes_and_data_that_do_not_add_up_are_errors_naming_the_tensor() {
     );
     assert!(element_type(99)
         .unwrap_err()
-        .contains("data type 99, which ONNX does not define"));
+        .contains("ONNX data type 99, which tessera has no type for"));
 }

@@ -203,8 +203,12 @@ pub fn clip(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>>
     Ok(vec![y])
 }
 
-/// `Cast` to the element type `to` names.
+/// `Cast` to the element type `to` names, and `CastLike` to its second input's.
 pub fn cast(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    if node.proto.op_type == "CastLike" {
+        let like = g.ty(&input(inputs, 1)?).element;
+        return Ok(vec![g.cast(&input(inputs, 0)?, like)?]);
+    }
     let to = node.int("to", 0) as i32;
     let element = element_type(to)
         .map_err(|e| crate::graph::NodeError::Unsupported(format!("the target type {e}")))?;
@@ -232,7 +236,7 @@ pub fn identity(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<V
 fn all_true(g: &Graph, like: &Val) -> Val {
     let ty = g.ty(like).with_element(ElementType::I1);
     let count = ty.num_elements().unwrap_or(0) as usize;
-    g.constant(tessera::exec::tensor::Tensor::from_f64(
+    g.constant(tessera::exec::tensor::Tensor::from_numbers(
         &ty,
         vec![1.0; count],
     ))

@@ -34,9 +34,9 @@ pub fn matmul_of(g: &mut Graph, a: &Val, b: &Val) -> NodeResult<Val> {
         shape.pop();
     }
     if ta.rank() == 1 {
-        let last = shape.pop();
-        shape.pop();
-        shape.extend(last);
+        // The row dimension: last once a 1-d `b`'s column is gone, else second to last.
+        let row = shape.len() - if tb.rank() == 1 { 1 } else { 2 };
+        shape.remove(row);
     }
     g.reshape(&y, shape)
 }

@@ -8,7 +8,7 @@ use super::{input, Inputs};
 use crate::graph::{invalid, unsupported, Graph, NodeResult, Val};
 use crate::node::Node;
 use tessera::attr::Attribute;
-use tessera::types::TensorType;
+use tessera::types::{ElementType, TensorType};
 
 /// An integer list attribute value.
 fn ints(values: &[i64]) -> Attribute {
@@ -197,6 +197,28 @@ pub fn pool(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>>
     if geometry.dilations != [1, 1] {
         return unsupported(format!("{} with dilations", node.proto.op_type));
     }
+    let spatial = if tx.rank() == 3 {
+        [1, tx.shape[2]]
+    } else {
+        [tx.shape[2], tx.shape[3]]
+    };
+    // With ceil_mode, extra end padding makes the last partial window exist (never counted);
+    // a window that would start in the end padding is left out.
+    let mut extra = [0u64; 2];
+    if ceil_mode {
+        for (d, &extent) in spatial.iter().enumerate() {
+            let padded = extent + geometry.pads[d] + geometry.pads[d + 2];
+            if padded < geometry.kernel[d] {
+                continue;
+            }
+            let mut out = (padded - geometry.kernel[d]).div_ceil(geometry.strides[d]) + 1;
+            if (out - 1) * geometry.strides[d] >= extent + geometry.pads[d] {
+                out -= 1;
+            }
+            let needed = (out - 1) * geometry.strides[d] + geometry.kernel[d];
+            extra[d] = needed.saturating_sub(padded);
+        }
+    }
     let mut xt = to_nhwc(g, &x)?;
     if include_pad && geometry.pads.iter().any(|&p| p > 0) {
         // Padding that counts is data: pad with zeros, pool what remains.
@@ -214,23 +236,8 @@ pub fn pool(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>>
         xt = g.op("array.pad", &[xt], &[("low", low), ("high", high)], None)?;
         geometry.pads = [0; 4];
     }
-    if ceil_mode {
-        // Extra end padding so the last partial window exists (never counted).
-        let t = g.ty(&xt);
-        let spatial = [t.shape[1], t.shape[2]];
-        for (d, &extent) in spatial.iter().enumerate() {
-            let padded = extent + geometry.pads[d] + geometry.pads[d + 2];
-            if padded < geometry.kernel[d] {
-                continue;
-            }
-            let mut out = (padded - geometry.kernel[d]).div_ceil(geometry.strides[d]) + 1;
-            if (out - 1) * geometry.strides[d] >= extent + geometry.pads[d] {
-                out -= 1;
-            }
-            let needed = (out - 1) * geometry.strides[d] + geometry.kernel[d];
-            geometry.pads[d + 2] += needed.saturating_sub(padded);
-        }
-    }
+    geometry.pads[2] += extra[0];
+    geometry.pads[3] += extra[1];
     let p = geometry.pads;
     let attrs = [
         ("window", ints(&geometry.kernel.map(|v| v as i64))),
@@ -307,9 +314,6 @@ pub fn batch_norm(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec
 /// `LayerNormalization` (opset 17): `nn.layer_norm` with the scale and bias broadcast to the
 /// normalized shape.
 pub fn layer_norm(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
-    if has_output(node, 1) || has_output(node, 2) {
-        return unsupported("LayerNormalization's Mean and InvStdDev outputs");
-    }
     let x = input(inputs, 0)?;
     let ty = g.ty(&x);
     let rank = ty.rank() as i64;
@@ -328,16 +332,40 @@ pub fn layer_norm(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec
             g.broadcast(&zero, normalized)?
         }
     };
-    let attrs = [
-        ("axis", Attribute::Int(axis)),
-        ("epsilon", Attribute::Float(node.float("epsilon", 1e-5))),
-    ];
-    Ok(vec![g.op(
-        "nn.layer_norm",
-        &[x, gamma, beta],
-        &attrs,
-        None,
-    )?])
+    let epsilon = node.float("epsilon", 1e-5);
+    if !has_output(node, 1) && !has_output(node, 2) {
+        let attrs = [
+            ("axis", Attribute::Int(axis)),
+            ("epsilon", Attribute::Float(epsilon)),
+        ];
+        return Ok(vec![g.op(
+            "nn.layer_norm",
+            &[x, gamma, beta],
+            &attrs,
+            None,
+        )?]);
+    }
+    // The statistics are outputs too: the same steps as `nn.layer_norm`'s decomposition,
+    // the mean and the inverse deviation kept (in the stash type, f32 by default).
+    let axes: Vec<i64> = (axis..rank).collect();
+    let mean = g.reduce("array.reduce_mean", &x, &axes, true)?;
+    let centered = g.binary("array.sub", &x, &mean)?;
+    let squares = g.binary("array.mul", &centered, &centered)?;
+    let variance = g.reduce("array.reduce_mean", &squares, &axes, true)?;
+    let eps = g.scalar(epsilon, ty.element);
+    let shifted = g.binary("array.add", &variance, &eps)?;
+    let inv = g.unary("array.rsqrt", &shifted)?;
+    let normalized = g.binary("array.mul", &centered, &inv)?;
+    let scaled = g.binary("array.mul", &normalized, &gamma)?;
+    let y = g.binary("array.add", &scaled, &beta)?;
+    let stash = if node.int("stash_type", 1) == 1 {
+        ElementType::F32
+    } else {
+        ty.element
+    };
+    let mean = g.cast(&mean, stash)?;
+    let inv = g.cast(&inv, stash)?;
+    Ok(vec![y, mean, inv])
 }
 
 /// `InstanceNormalization`: per sample and channel, over the spatial axes.

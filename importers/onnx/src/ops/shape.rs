@@ -14,7 +14,7 @@ use tessera::types::{ElementType, TensorType};
 /// A rank-1 `i64` constant holding `values`.
 fn int_vector(g: &Graph, values: &[i64]) -> Val {
     let ty = TensorType::new(vec![values.len() as u64], ElementType::I64);
-    g.constant(Tensor::from_f64(&ty, values.iter().map(|&v| v as f64)))
+    g.constant(Tensor::from_numbers(&ty, values.iter().map(|&v| v as f64)))
 }
 
 /// `Reshape`: `0` copies the input's dimension (unless `allowzero`), `-1` is inferred.
@@ -480,14 +480,14 @@ pub fn size(g: &mut Graph, _: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
 pub fn constant(g: &mut Graph, node: &Node, _: &Inputs) -> NodeResult<Vec<Val>> {
     let vector = |element: ElementType, values: Vec<f64>| {
         let ty = TensorType::new(vec![values.len() as u64], element);
-        Tensor::from_f64(&ty, values)
+        Tensor::from_numbers(&ty, values)
     };
     let tensor = if let Some(t) = node.tensor("value") {
         tensor_of(t, super::CONSTANT_LIMIT).map_err(|e| NodeError::Invalid(e.to_string()))?
     } else if let Some(a) = node.attr("value_float") {
-        Tensor::from_f64(&TensorType::new(vec![], ElementType::F32), [f64::from(a.f)])
+        Tensor::from_numbers(&TensorType::new(vec![], ElementType::F32), [f64::from(a.f)])
     } else if let Some(a) = node.attr("value_int") {
-        Tensor::from_f64(&TensorType::new(vec![], ElementType::I64), [a.i as f64])
+        Tensor::from_numbers(&TensorType::new(vec![], ElementType::I64), [a.i as f64])
     } else if let Some(a) = node.attr("value_floats") {
         vector(
             ElementType::F32,
@@ -526,8 +526,59 @@ pub fn constant_of_shape(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeRes
             "ConstantOfShape of {ty}, over the importer's constant limit"
         ));
     }
-    Ok(vec![g.constant(Tensor::from_f64(
+    Ok(vec![g.constant(Tensor::from_numbers(
         &ty,
         vec![value; count as usize],
     ))])
+}
+
+/// `Range` of constant `start`, `limit`, `delta`: the sequence, computed at import time.
+pub fn range(g: &mut Graph, _: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let element = g.ty(&input(inputs, 0)?).element;
+    let mut bounds = [0.0; 3];
+    for (i, what) in ["start", "limit", "delta"].iter().enumerate() {
+        let values = g.numbers(&input(inputs, i)?, &format!("the {what} input"))?;
+        bounds[i] = *values
+            .first()
+            .ok_or_else(|| NodeError::Invalid(format!("{what} is empty")))?;
+    }
+    let [start, limit, delta] = bounds;
+    if delta == 0.0 || !delta.is_finite() {
+        return invalid(format!("delta {delta} is not a nonzero finite number"));
+    }
+    let count = ((limit - start) / delta).ceil().max(0.0);
+    if count > (super::CONSTANT_LIMIT / 8) as f64 {
+        return unsupported(format!(
+            "Range of {count} elements, over the importer's constant limit"
+        ));
+    }
+    let ty = TensorType::new(vec![count as u64], element);
+    let values = (0..count as u64).map(|i| start + i as f64 * delta);
+    Ok(vec![g.constant(Tensor::from_numbers(&ty, values))])
+}
+
+/// `Trilu`: the upper (`upper = 1`) or lower triangle of the last two dimensions from
+/// diagonal `k` (a constant input), the rest zero: a select by a constant mask.
+pub fn trilu(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let x = input(inputs, 0)?;
+    let ty = g.ty(&x);
+    if ty.rank() < 2 {
+        return invalid(format!("its input {ty} has rank below 2"));
+    }
+    let k = match inputs.get(1).cloned().flatten() {
+        Some(v) => *g.ints(&v, "the k input")?.first().unwrap_or(&0),
+        None => 0,
+    };
+    let upper = node.int("upper", 1) != 0;
+    let (rows, cols) = (ty.shape[ty.rank() - 2], ty.shape[ty.rank() - 1]);
+    let mask_ty = TensorType::new(vec![rows, cols], ElementType::I1);
+    let keep = (0..rows).flat_map(|i| {
+        (0..cols).map(move |j| {
+            let d = j as i64 - i as i64;
+            f64::from(u8::from(if upper { d >= k } else { d <= k }))
+        })
+    });
+    let mask = g.constant(Tensor::from_numbers(&mask_ty, keep));
+    let zero = g.scalar(0.0, ty.element);
+    Ok(vec![g.select(&mask, &x, &zero)?])
 }

@@ -1,0 +1,421 @@
+//! Graphs to modules: outputs as the graph computes them, constants inline or in the side
+//! file, shape chains folded, layout transposes cancelled, every unsupported node listed at
+//! once, invalid nodes and inputs named, and no input — however corrupt — a panic.
+
+use proptest::prelude::*;
+use prost::Message;
+use std::collections::BTreeMap;
+use tessera::attr::DenseValue;
+use tessera::dialect::Registry;
+use tessera::exec::interpret::interpret;
+use tessera::exec::tensor::Tensor;
+use tessera::ir::{Module, OpKind};
+use tessera::types::{ElementType, TensorType};
+use tessera_onnx::proto::*;
+use tessera_onnx::{import, ImportError, ImportOptions, Imported};
+
+fn registry() -> Registry {
+    Registry::new()
+        .with(&tessera_array::ARRAY)
+        .with(&tessera_nn::NN)
+}
+
+fn options() -> ImportOptions {
+    ImportOptions {
+        input_shapes: BTreeMap::new(),
+        side_file: "model.safetensors".into(),
+        source_name: "model.onnx (imported)".into(),
+        bound_inputs: BTreeMap::new(),
+    }
+}
+
+/// A tensor value of `DataType::Float` with `dims` (a negative one symbolic, named `N`).
+fn value(name: &str, dims: &[i64]) -> ValueInfoProto {
+    let dim = dims
+        .iter()
+        .map(|&d| Dimension {
+            value: Some(if d < 0 {
+                DimensionValue::DimParam("N".into())
+            } else {
+                DimensionValue::DimValue(d)
+            }),
+            denotation: String::new(),
+        })
+        .collect();
+    ValueInfoProto {
+        name: name.into(),
+        r#type: Some(TypeProto {
+            value: Some(Value::TensorType(TensorTypeProto {
+                elem_type: DataType::Float as i32,
+                shape: Some(TensorShapeProto { dim }),
+            })),
+            denotation: String::new(),
+        }),
+        doc_string: String::new(),
+    }
+}
+
+fn int_attr(name: &str, i: i64) -> AttributeProto {
+    AttributeProto {
+        name: name.into(),
+        r#type: AttributeType::Int as i32,
+        i,
+        ..Default::default()
+    }
+}
+
+fn ints_attr(name: &str, ints: &[i64]) -> AttributeProto {
+    AttributeProto {
+        name: name.into(),
+        r#type: AttributeType::Ints as i32,
+        ints: ints.to_vec(),
+        ..Default::default()
+    }
+}
+
+fn node(op: &str, inputs: &[&str], outputs: &[&str], attribute: Vec<AttributeProto>) -> NodeProto {
+    NodeProto {
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: outputs.iter().map(|s| s.to_string()).collect(),
+        name: format!("{op}_{}", outputs[0]),
+        op_type: op.into(),
+        attribute,
+        ..Default::default()
+    }
+}
+
+fn floats(name: &str, dims: &[i64], values: Vec<f32>) -> TensorProto {
+    TensorProto {
+        dims: dims.to_vec(),
+        data_type: DataType::Float as i32,
+        float_data: values,
+        name: name.into(),
+        ..Default::default()
+    }
+}
+
+fn int64s(name: &str, values: &[i64]) -> TensorProto {
+    TensorProto {
+        dims: vec![values.len() as i64],
+        data_type: DataType::Int64 as i32,
+        int64_data: values.to_vec(),
+        name: name.into(),
+        ..Default::default()
+    }
+}
+
+fn model(
+    nodes: Vec<NodeProto>,
+    inputs: Vec<ValueInfoProto>,
+    outputs: Vec<ValueInfoProto>,
+    initializer: Vec<TensorProto>,
+) -> ModelProto {
+    ModelProto {
+        ir_version: 8,
+        opset_import: vec![OperatorSetIdProto {
+            domain: String::new(),
+            version: 17,
+        }],
+        graph: Some(GraphProto {
+            node: nodes,
+            name: "test graph".into(),
+            initializer,
+            input: inputs,
+            output: outputs,
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn imported(m: &ModelProto) -> Imported {
+    import(m, &options(), &registry()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The dialect ops of the module's function, by full name.
+fn op_names(module: &Module) -> Vec<String> {
+    module.funcs[0]
+        .ops
+        .iter()
+        .filter_map(|op| match op.kind {
+            OpKind::Dialect(def) => Some(def.schema().full_name()),
+            OpKind::Call(_) => None,
+        })
+        .collect()
+}
+
+/// `y = relu(x · w + b)` with a 3 × 40 `w` (to the side file) and a 40-element `b` whose
+/// elements are all equal (a splat).
+fn dense_model() -> (ModelProto, Vec<f32>) {
+    let w: Vec<f32> = (0..120).map(|i| (i as f32 - 60.0) / 50.0).collect();
+    let m = model(
+        vec![
+            node("MatMul", &["x", "w"], &["h"], vec![]),
+            node("Add", &["h", "b"], &["a"], vec![]),
+            node("Relu", &["a"], &["y"], vec![]),
+        ],
+        vec![value("x", &[-1, 3])],
+        vec![value("y", &[-1, 40])],
+        vec![
+            floats("w", &[3, 40], w.clone()),
+            floats("b", &[40], vec![0.25; 40]),
+        ],
+    );
+    (m, w)
+}
+
+#[test]
+fn a_dense_layer_computes_what_the_graph_does() {
+    let (m, w) = dense_model();
+    let result = imported(&m);
+    assert_eq!(result.module.funcs[0].name, "test_graph");
+    assert_eq!(result.inputs[0].onnx_name, "x");
+    assert_eq!(result.notes.len(), 1, "{:?}", result.notes);
+    assert!(
+        result.notes[0].contains("dimension 0 ('N') set to 1"),
+        "{:?}",
+        result.notes
+    );
+    let x = Tensor::from_f64(
+        &TensorType::new(vec![1, 3], ElementType::F32),
+        [0.5, -1.0, 2.0],
+    );
+    let y = interpret(&result.module, 0, &[x.clone()]).expect("runs");
+    for n in 0..40 {
+        let sum: f64 = (0..3)
+            .map(|k| x.get_f64(k) * f64::from(w[k * 40 + n]))
+            .sum::<f64>()
+            + 0.25;
+        assert!((y[0].get_f64(n) - sum.max(0.0)).abs() < 1e-5, "y[{n}]");
+    }
+    // The weights went to the side file; the bias, all equal, is a splat.
+    assert!(
+        result
+            .text
+            .contains("external<\"model.safetensors\", \"w\"> : tensor<3x40xf32>"),
+        "{}",
+        result.text
+    );
+    assert!(
+        result.text.contains("dense<0.25> : tensor<40xf32>"),
+        "{}",
+        result.text
+    );
+    let keys: Vec<&str> = result.weights.iter().map(|(k, _)| k).collect();
+    assert_eq!(keys, ["w"]);
+}
+
+#[test]
+fn input_shapes_fix_symbolic_dimensions_and_are_checked() {
+    let (m, _) = dense_model();
+    let mut with_shape = options();
+    with_shape.input_shapes.insert("x".into(), vec![8, 3]);
+    let result = import(&m, &with_shape, &registry()).expect("imports");
+    assert!(result.notes.is_empty());
+    assert_eq!(result.module.funcs[0].result_types[0].shape, [8, 40]);
+    let mut wrong_static = options();
+    wrong_static.input_shapes.insert("x".into(), vec![8, 4]);
+    let error = import(&m, &wrong_static, &registry())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        error.contains("has dimension 1 of 3, but --input-shape gives 4"),
+        "{error}"
+    );
+    let mut unknown = options();
+    unknown.input_shapes.insert("z".into(), vec![1]);
+    let error = import(&m, &unknown, &registry())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        error.contains("'z' is not an input of the graph"),
+        "{error}"
+    );
+}
+
+#[test]
+fn every_unsupported_node_is_listed_at_once() {
+    let mut custom = node("Foo", &["x"], &["f"], vec![]);
+    custom.domain = "com.example".into();
+    let m = model(
+        vec![
+            custom,
+            node("Relu", &["f"], &["after_foo"], vec![]),
+            node("Conv", &["x", "w"], &["c"], vec![int_attr("group", 2)]),
+            node("ConvTranspose", &["x", "w"], &["t"], vec![]),
+            node("Add", &["after_foo", "c"], &["y"], vec![]),
+        ],
+        vec![value("x", &[1, 4, 5, 5])],
+        vec![value("y", &[1, 4, 5, 5])],
+        vec![floats("w", &[4, 2, 1, 1], vec![1.0; 8])],
+    );
+    let error = import(&m, &options(), &registry()).err().expect("refused");
+    let ImportError::Unsupported(nodes) = &error else {
+        panic!("{error}");
+    };
+    let listed: Vec<(&str, &str)> = nodes
+        .iter()
+        .map(|n| (n.node.as_str(), n.domain.as_str()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("node 'Foo_f' (Foo)", "com.example"),
+            ("node 'Conv_c' (Conv)", "ai.onnx"),
+            ("node 'ConvTranspose_t' (ConvTranspose)", "ai.onnx"),
+        ],
+        "the Relu and Add after them are not listed: {error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .starts_with("3 nodes of the model cannot be imported:"),
+        "{error}"
+    );
+    assert!(error.to_string().contains("Conv with 2 groups"), "{error}");
+}
+
+#[test]
+fn an_invalid_node_is_named() {
+    let m = model(
+        vec![node("Reshape", &["x", "shape"], &["y"], vec![])],
+        vec![value("x", &[2, 3])],
+        vec![value("y", &[4])],
+        vec![int64s("shape", &[4])],
+    );
+    let error = import(&m, &options(), &registry())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        error.contains("node 'Reshape_y' (Reshape)") && error.contains("cannot be reshaped to [4]"),
+        "{error}"
+    );
+    let dangling = model(
+        vec![node("Relu", &["nowhere"], &["y"], vec![])],
+        vec![value("x", &[2])],
+        vec![value("y", &[2])],
+        vec![],
+    );
+    let error = import(&dangling, &options(), &registry())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        error.contains("uses 'nowhere', which no earlier node, input or initializer defines"),
+        "{error}"
+    );
+}
+
+#[test]
+fn shape_chains_fold_and_layout_transposes_cancel() {
+    // Flatten as PyTorch exports it: Shape -> Gather(0) -> Unsqueeze -> Concat(-1) -> Reshape,
+    // after two convolutions back to back.
+    let m = model(
+        vec![
+            node(
+                "Conv",
+                &["x", "w1"],
+                &["c1"],
+                vec![ints_attr("pads", &[1, 1, 1, 1])],
+            ),
+            node("Conv", &["c1", "w2"], &["c2"], vec![]),
+            node("Shape", &["c2"], &["s"], vec![]),
+            node("Gather", &["s", "zero"], &["n"], vec![int_attr("axis", 0)]),
+            node("Unsqueeze", &["n", "axes"], &["n1"], vec![]),
+            node(
+                "Concat",
+                &["n1", "minus_one"],
+                &["target"],
+                vec![int_attr("axis", 0)],
+            ),
+            node("Reshape", &["c2", "target"], &["y"], vec![]),
+        ],
+        vec![value("x", &[2, 3, 6, 6])],
+        vec![value("y", &[2, 5 * 36])],
+        vec![
+            floats(
+                "w1",
+                &[4, 3, 3, 3],
+                (0..108).map(|i| i as f32 / 100.0).collect(),
+            ),
+            floats(
+                "w2",
+                &[5, 4, 1, 1],
+                (0..20).map(|i| i as f32 / 10.0).collect(),
+            ),
+            TensorProto {
+                dims: vec![],
+                ..int64s("zero", &[0])
+            },
+            int64s("axes", &[0]),
+            int64s("minus_one", &[-1]),
+        ],
+    );
+    let result = imported(&m);
+    let ops = op_names(&result.module);
+    let count = |name: &str| ops.iter().filter(|o| *o == name).count();
+    assert_eq!(count("nn.conv2d"), 2, "{ops:?}");
+    assert_eq!(
+        count("array.transpose"),
+        2,
+        "into NHWC once, out once: {ops:?}"
+    );
+    assert_eq!(count("array.reshape"), 1, "{ops:?}");
+    assert_eq!(
+        count("array.concat") + count("array.slice"),
+        0,
+        "folded: {ops:?}"
+    );
+    assert_eq!(result.module.funcs[0].result_types[0].shape, [2, 180]);
+    // The filters were transposed at import time: HWCF constants.
+    let filters: Vec<&TensorType> = result.module.funcs[0]
+        .ops
+        .iter()
+        .filter(|op| {
+            matches!(
+                op.literal,
+                Some(DenseValue::External(_) | DenseValue::Elements(_))
+            )
+        })
+        .map(|op| &result.module.funcs[0].value(op.results[0]).ty)
+        .collect();
+    assert!(
+        filters.iter().any(|t| t.shape == [3, 3, 3, 4]),
+        "{filters:?}"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Random byte changes to a model with a convolution, pooling and shape chain: each
+    /// decodes and imports, or fails with an error; none panics.
+    #[test]
+    fn corrupt_models_import_or_fail_cleanly(changes in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6)) {
+        let m = model(
+            vec![
+                node("Conv", &["x", "w"], &["c"], vec![ints_attr("strides", &[2, 2])]),
+                node("MaxPool", &["c"], &["p"], vec![ints_attr("kernel_shape", &[2, 2])]),
+                node("Flatten", &["p"], &["f"], vec![int_attr("axis", 1)]),
+                node("Gemm", &["f", "g"], &["y"], vec![int_attr("transB", 1)]),
+            ],
+            vec![value("x", &[1, 2, 9, 9])],
+            vec![value("y", &[1, 3])],
+            vec![
+                floats("w", &[4, 2, 3, 3], vec![0.5; 72]),
+                floats("g", &[3, 16], vec![0.25; 48]),
+            ],
+        );
+        let mut bytes = m.encode_to_vec();
+        for (index, byte) in changes {
+            let i = index.index(bytes.len());
+            bytes[i] = byte;
+        }
+        if let Ok(decoded) = ModelProto::decode(bytes.as_slice()) {
+            let _ = import(&decoded, &options(), &registry());
+        }
+    }
+}

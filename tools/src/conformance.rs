@@ -1,0 +1,483 @@
+//! `tessera-onnx-conformance`: the ONNX backend node tests (as `scripts/onnx_node_tests.py`
+//! writes them) imported, compiled and run, every output compared with the expected one at
+//! the case's tolerance; pass, fail or unsupported per case, per op and in total.
+
+use crate::registry;
+use clap::Parser;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use tessera::crash::Activity;
+use tessera::exec::tensor::{Tensor, TensorData};
+use tessera::mlir::cpu::compile::{compile, jit_options};
+use tessera::mlir::pipeline::Pipeline;
+use tessera::mlir::MlirContext;
+use tessera::source::SourceFile;
+use tessera_onnx::{import, read_model, read_tensor, ImportError, ImportOptions};
+
+/// The most bytes one test tensor may take.
+const TENSOR_LIMIT: u64 = 1 << 30;
+
+/// Command-line options of `tessera-onnx-conformance`.
+#[derive(Parser, Debug)]
+#[command(
+    name = "tessera-onnx-conformance",
+    version,
+    about = "Run the ONNX backend node tests through tessera: pass, fail or unsupported per op.",
+    after_help = "\
+DIR holds one folder per case (model.onnx, test_data_set_0/input_J.pb and output_J.pb,
+tolerance.txt), as scripts/onnx_node_tests.py writes them; scripts/onnx-conformance.sh does
+both. Where the importer needs an input's value (a shape, axes, indices) to compile for static
+shapes, the case's integer inputs are bound to their test values at import time. A case passes when every output has the expected type and its elements are within
+atol + rtol * |expected| (NaN matching NaN); it is unsupported when the importer lists a node
+tessera cannot import or a value of a type tessera lacks; it fails otherwise.
+
+Exit status: 0 when it ran (whatever the results), 1 when DIR cannot be read."
+)]
+pub struct ConformanceArgs {
+    /// The folder of test cases.
+    pub dir: PathBuf,
+    /// The preset the cases are compiled with.
+    #[arg(short = 'O', value_name = "LEVEL", default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=3))]
+    pub opt_level: u8,
+    /// Only the cases whose name contains this text.
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// Write the per-op table (Markdown) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Print every case's outcome, not only the failures.
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+/// How one case went.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// Every output matched.
+    Pass,
+    /// Imported but wrong, or not imported for a reason other than a missing feature.
+    Fail(String),
+    /// Uses an op, a form of one or a type tessera does not import.
+    Unsupported(String),
+}
+
+/// One case's result.
+#[derive(Clone, Debug)]
+pub struct CaseResult {
+    /// The case's folder name (`test_add_bcast`).
+    pub name: String,
+    /// The op it tests.
+    pub op: String,
+    /// How it went.
+    pub outcome: Outcome,
+}
+
+/// The case folders of `dir` whose names contain `filter`, sorted.
+pub fn case_dirs(dir: &Path, filter: Option<&str>) -> Result<Vec<PathBuf>, String> {
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot read '{}': {e}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("model.onnx").is_file())
+        .filter(|p| {
+            filter.is_none_or(|f| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.contains(f))
+            })
+        })
+        .collect();
+    cases.sort();
+    Ok(cases)
+}
+
+/// The op a case tests: its node's op type, or for an `_expanded` case (a function's body)
+/// that of the case it expands.
+fn op_of(case: &Path) -> String {
+    let name = case.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let model = |dir: &Path| read_model(&dir.join("model.onnx")).ok();
+    if let Some(stem) = name
+        .split("_expanded")
+        .next()
+        .filter(|_| name.contains("_expanded"))
+    {
+        if let Some(m) = case.parent().and_then(|p| model(&p.join(stem))) {
+            if let Some(node) = m.graph.as_ref().and_then(|g| g.node.first()) {
+                return node.op_type.clone();
+            }
+        }
+    }
+    model(case)
+        .and_then(|m| {
+            m.graph
+                .and_then(|g| g.node.first().map(|n| n.op_type.clone()))
+        })
+        .unwrap_or_else(|| "?".into())
+}
+
+/// The tolerance of a case (`rtol atol` in `tolerance.txt`; else onnx's defaults).
+fn tolerance(case: &Path) -> (f64, f64) {
+    std::fs::read_to_string(case.join("tolerance.txt"))
+        .ok()
+        .and_then(|t| {
+            let mut parts = t.split_whitespace().map(str::parse::<f64>);
+            Some((parts.next()?.ok()?, parts.next()?.ok()?))
+        })
+        .unwrap_or((1e-3, 1e-7))
+}
+
+/// Why `got` differs from `want` beyond `atol + rtol |want|`, if it does.
+fn mismatch(got: &Tensor, want: &Tensor, rtol: f64, atol: f64) -> Option<String> {
+    if got.ty != want.ty {
+        return Some(format!("is {}, expected {}", got.ty, want.ty));
+    }
+    let exact = !matches!(want.data, TensorData::Float(_));
+    for i in 0..want.len() {
+        let (g, w) = (got.get_f64(i), want.get_f64(i));
+        let ok = if exact {
+            g == w
+        } else if w.is_nan() || g.is_nan() {
+            w.is_nan() && g.is_nan()
+        } else if w.is_infinite() || g.is_infinite() {
+            g == w
+        } else {
+            (g - w).abs() <= atol + rtol * w.abs()
+        };
+        if !ok {
+            return Some(format!("element {i} is {g}, expected {w}"));
+        }
+    }
+    None
+}
+
+/// True when an import error says tessera lacks something (rather than that it is wrong).
+fn lacks_feature(error: &ImportError) -> Option<String> {
+    match error {
+        ImportError::Unsupported(nodes) => Some(
+            nodes
+                .iter()
+                .map(|n| format!("{}: {}", n.node, n.reason))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+        ImportError::Model(m)
+            if m.contains("tessera has no type for") || m.contains("is not a tensor") =>
+        {
+            Some(m.clone())
+        }
+        _ => None,
+    }
+}
+
+/// What the importer says of an input it needs at import time.
+const KNOWN_AT_IMPORT: &str = "tessera needs it known at import time";
+
+/// The case's integer inputs (from its test data `data`), by graph input name.
+fn integer_inputs(
+    model: &tessera_onnx::proto::ModelProto,
+    data: &Path,
+) -> Result<BTreeMap<String, Tensor>, Outcome> {
+    let mut bound = BTreeMap::new();
+    let inputs = model
+        .graph
+        .as_ref()
+        .map(|g| g.input.as_slice())
+        .unwrap_or_default();
+    for (j, info) in inputs.iter().enumerate() {
+        let path = data.join(format!("input_{j}.pb"));
+        let (_, tensor) = read_tensor(&path, TENSOR_LIMIT).map_err(Outcome::Fail)?;
+        if matches!(tensor.data, TensorData::Int(_)) {
+            bound.insert(info.name.clone(), tensor);
+        }
+    }
+    Ok(bound)
+}
+
+/// Runs the case in folder `case` at `opt_level`.
+pub fn run_case(context: &MlirContext, case: &Path, opt_level: u8) -> Outcome {
+    if case.join("non_tensor").exists() {
+        return Outcome::Unsupported("sequence, map or optional values".into());
+    }
+    let name = case.display().to_string();
+    let model = match read_model(&case.join("model.onnx")) {
+        Ok(model) => model,
+        Err(e) => return Outcome::Fail(e.to_string()),
+    };
+    let data = case.join("test_data_set_0");
+    let mut options = ImportOptions {
+        input_shapes: BTreeMap::new(),
+        side_file: "model.safetensors".into(),
+        source_name: format!("{name}/model.onnx (imported)"),
+        bound_inputs: BTreeMap::new(),
+    };
+    let mut imported = import(&model, &options, &registry());
+    if imported
+        .as_ref()
+        .err()
+        .and_then(lacks_feature)
+        .is_some_and(|why| why.contains(KNOWN_AT_IMPORT))
+    {
+        // A shape, axes or indices input: tessera compiles for static shapes, so it is bound
+        // to the case's value at import time, as a model's own constant would be.
+        options.bound_inputs = match integer_inputs(&model, &data) {
+            Ok(bound) => bound,
+            Err(outcome) => return outcome,
+        };
+        imported = import(&model, &options, &registry());
+    }
+    let imported = match imported {
+        Ok(imported) => imported,
+        Err(e) => {
+            return match lacks_feature(&e) {
+                Some(why) => Outcome::Unsupported(why),
+                None => Outcome::Fail(e.to_string()),
+            }
+        }
+    };
+    let mut inputs: Vec<Option<Tensor>> = vec![None; imported.inputs.len()];
+    for j in 0.. {
+        let path = data.join(format!("input_{j}.pb"));
+        if !path.exists() {
+            break;
+        }
+        let bound = model
+            .graph
+            .as_ref()
+            .and_then(|g| g.input.get(j))
+            .is_some_and(|i| options.bound_inputs.contains_key(&i.name));
+        if bound {
+            continue;
+        }
+        let (input_name, tensor) = match read_tensor(&path, TENSOR_LIMIT) {
+            Ok(t) => t,
+            Err(e) if e.contains("tessera has no type for") => return Outcome::Unsupported(e),
+            Err(e) => return Outcome::Fail(e),
+        };
+        let position = imported
+            .inputs
+            .iter()
+            .position(|i| i.onnx_name == input_name)
+            .unwrap_or(j);
+        if let Some(slot) = inputs.get_mut(position) {
+            *slot = Some(tensor);
+        }
+    }
+    let Some(inputs) = inputs.into_iter().collect::<Option<Vec<Tensor>>>() else {
+        return Outcome::Fail("the test data lacks an input".into());
+    };
+    let file = SourceFile::new(options.source_name.clone(), imported.text.clone());
+    let module = &imported.module;
+    let pipeline = Pipeline::preset(opt_level, true);
+    let _activity = Activity::enter("the conformance case", &name, None);
+    let jit = match compile(
+        context,
+        module,
+        &file,
+        &pipeline,
+        jit_options(module, &pipeline),
+    ) {
+        Ok((jit, _)) => jit,
+        Err(diags) => {
+            return Outcome::Fail(format!(
+                "does not compile: {}",
+                diags.first().map_or(String::new(), |d| d.message.clone())
+            ))
+        }
+    };
+    let func = &module.funcs[0];
+    let got = match jit.call(&func.name, &inputs) {
+        Ok(got) => got,
+        Err(e) => return Outcome::Fail(format!("the call failed: {e}")),
+    };
+    let (rtol, atol) = tolerance(case);
+    let expected = (0..)
+        .take_while(|j| data.join(format!("output_{j}.pb")).exists())
+        .count();
+    if got.len() != expected {
+        return Outcome::Fail(format!("{} outputs, expected {expected}", got.len()));
+    }
+    for (j, g) in got.iter().enumerate() {
+        let path = data.join(format!("output_{j}.pb"));
+        let want = match read_tensor(&path, TENSOR_LIMIT) {
+            Ok((_, t)) => t,
+            Err(e) if e.contains("tessera has no type for") => return Outcome::Unsupported(e),
+            Err(e) => return Outcome::Fail(e),
+        };
+        if let Some(why) = mismatch(g, &want, rtol, atol) {
+            return Outcome::Fail(format!("output {j} {why}"));
+        }
+    }
+    Outcome::Pass
+}
+
+/// Counts of one op's cases.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counts {
+    /// Cases that passed.
+    pub pass: usize,
+    /// Cases that failed.
+    pub fail: usize,
+    /// Cases tessera cannot import.
+    pub unsupported: usize,
+}
+
+impl Counts {
+    fn add(&mut self, outcome: &Outcome) {
+        match outcome {
+            Outcome::Pass => self.pass += 1,
+            Outcome::Fail(_) => self.fail += 1,
+            Outcome::Unsupported(_) => self.unsupported += 1,
+        }
+    }
+
+    fn total(self) -> usize {
+        self.pass + self.fail + self.unsupported
+    }
+}
+
+/// Per-op counts of `results`, and the totals.
+pub fn tally(results: &[CaseResult]) -> (BTreeMap<String, Counts>, Counts) {
+    let mut per_op: BTreeMap<String, Counts> = BTreeMap::new();
+    let mut total = Counts::default();
+    for r in results {
+        per_op.entry(r.op.clone()).or_default().add(&r.outcome);
+        total.add(&r.outcome);
+    }
+    (per_op, total)
+}
+
+/// The results as a Markdown report: totals, then one row per op.
+pub fn markdown(results: &[CaseResult], opt_level: u8) -> String {
+    let (per_op, total) = tally(results);
+    let supported: Vec<&str> = tessera_onnx::ops::SUPPORTED
+        .iter()
+        .map(|(n, _)| *n)
+        .collect();
+    let (mut declared, mut declared_pass) = (0, 0);
+    for (op, c) in &per_op {
+        if supported.contains(&op.as_str()) {
+            declared += c.total();
+            declared_pass += c.pass;
+        }
+    }
+    let percent = |a: usize, b: usize| {
+        if b == 0 {
+            0.0
+        } else {
+            100.0 * a as f64 / b as f64
+        }
+    };
+    let mut out = String::new();
+    let _ = writeln!(out, "# ONNX backend node tests through tessera\n");
+    let _ = writeln!(
+        out,
+        "Generated by `scripts/onnx-conformance.sh` (cases from the `onnx` package's \
+         `onnx.backend.test.case.node`, compiled at -O{opt_level}, each output compared at the \
+         case's tolerance). Do not edit by hand.\n"
+    );
+    let _ = writeln!(
+        out,
+        "- all cases: {} of {} pass ({:.1}%), {} fail, {} unsupported",
+        total.pass,
+        total.total(),
+        percent(total.pass, total.total()),
+        total.fail,
+        total.unsupported
+    );
+    let _ = writeln!(
+        out,
+        "- cases of the {} ops tessera imports: {} of {} pass ({:.1}%)\n",
+        supported.len(),
+        declared_pass,
+        declared,
+        percent(declared_pass, declared)
+    );
+    let _ = writeln!(out, "| op | imported | cases | pass | fail | unsupported |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|");
+    for (op, c) in &per_op {
+        let imported = if supported.contains(&op.as_str()) {
+            "yes"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "| {op} | {imported} | {} | {} | {} | {} |",
+            c.total(),
+            c.pass,
+            c.fail,
+            c.unsupported
+        );
+    }
+    let failures: Vec<&CaseResult> = results
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::Fail(_)))
+        .collect();
+    if !failures.is_empty() {
+        let _ = writeln!(out, "\n## Failing cases\n");
+        for r in failures {
+            if let Outcome::Fail(why) = &r.outcome {
+                let _ = writeln!(out, "- `{}` ({}): {}", r.name, r.op, why.replace('\n', " "));
+            }
+        }
+    }
+    out
+}
+
+/// Runs `tessera-onnx-conformance`.
+pub fn run(args: &ConformanceArgs, out: &mut dyn Write, err: &mut dyn Write) -> ExitCode {
+    let cases = match case_dirs(&args.dir, args.filter.as_deref()) {
+        Ok(cases) => cases,
+        Err(e) => {
+            let _ = writeln!(err, "tessera-onnx-conformance: error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let context = MlirContext::new();
+    let mut results = Vec::with_capacity(cases.len());
+    for case in &cases {
+        let outcome = run_case(&context, case, args.opt_level);
+        let name = case
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("?")
+            .to_string();
+        let result = CaseResult {
+            op: op_of(case),
+            name,
+            outcome,
+        };
+        match &result.outcome {
+            Outcome::Fail(why) => {
+                let _ = writeln!(
+                    out,
+                    "FAIL {} ({}): {}",
+                    result.name,
+                    result.op,
+                    why.lines().next().unwrap_or("")
+                );
+            }
+            outcome if args.verbose => {
+                let _ = writeln!(out, "{outcome:?} {}", result.name);
+            }
+            _ => {}
+        }
+        results.push(result);
+    }
+    let report = markdown(&results, args.opt_level);
+    let _ = write!(out, "{report}");
+    if let Some(path) = &args.markdown {
+        if let Err(e) = std::fs::write(path, &report) {
+            let _ = writeln!(
+                err,
+                "tessera-onnx-conformance: error: cannot write '{}': {e}",
+                path.display()
+            );
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}

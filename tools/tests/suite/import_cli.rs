@@ -1,0 +1,186 @@
+//! ONNX models through the tools: `tessera-import` writes `.tsr` and its side file,
+//! `tessera-run` and `tessera-opt` read `.onnx` directly, the results agree with ONNX
+//! Runtime's (recorded by `testdata/onnx/make.py`), and bad models are clear errors.
+
+use crate::common::root;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use tessera::exec::compare::{compare, Tolerance};
+use tessera::exec::npy::read_npy;
+
+fn tool(bin: &str, args: &[&str]) -> Output {
+    Command::new(bin)
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("the tool starts")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A scratch folder for this test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tessera-import-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    dir
+}
+
+const RUN: &str = env!("CARGO_BIN_EXE_tessera-run");
+const IMPORT: &str = env!("CARGO_BIN_EXE_tessera-import");
+const OPT: &str = env!("CARGO_BIN_EXE_tessera-opt");
+const NET: &str = "testdata/onnx/conv_net.onnx";
+
+/// Runs `model` on the recorded input at `preset` and returns `out0.npy`'s bytes.
+fn run_net(model: &str, dir: &PathBuf, preset: &str) -> Vec<u8> {
+    let shape: &[&str] = if model.ends_with(".onnx") {
+        &["--input-shape", "x=2x3x12x12"]
+    } else {
+        &[]
+    };
+    let out = tool(
+        RUN,
+        &[
+            &[model],
+            shape,
+            &[
+                "--input",
+                "x=testdata/onnx/conv_net_x.npy",
+                preset,
+                "--compare-reference",
+                "--output-dir",
+                dir.to_str().expect("utf-8"),
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(text(&out.stdout).contains("PASS"), "{}", text(&out.stdout));
+    std::fs::read(dir.join("out0.npy")).expect("out0.npy")
+}
+
+#[test]
+fn an_onnx_model_runs_as_onnx_runtime_computes_it() {
+    let expected =
+        read_npy(&std::fs::read(root().join("testdata/onnx/conv_net_y.npy")).unwrap()).unwrap();
+    for preset in ["-O0", "-O3"] {
+        let dir = scratch(&format!("run{preset}"));
+        let got = read_npy(&run_net(NET, &dir, preset)).expect("npy");
+        let c = compare(&got, &expected, Tolerance::for_element(expected.ty.element));
+        assert!(
+            c.pass,
+            "{preset}: max abs {:.3e} against ONNX Runtime",
+            c.max_abs
+        );
+    }
+}
+
+#[test]
+fn tessera_import_writes_text_and_side_file_that_run_the_same() {
+    let dir = scratch("import");
+    let tsr = dir.join("net.tsr");
+    let out = tool(
+        IMPORT,
+        &[
+            NET,
+            "-o",
+            tsr.to_str().unwrap(),
+            "--input-shape",
+            "x=2x3x12x12",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let written = std::fs::read_to_string(&tsr).expect("net.tsr");
+    assert!(
+        written.contains("external<\"net.safetensors\", \"conv2.weight\">"),
+        "{written}"
+    );
+    assert!(dir.join("net.safetensors").is_file());
+    // The same module from the .tsr (its weights from the side file) and from the .onnx.
+    let from_tsr = run_net(tsr.to_str().unwrap(), &scratch("from-tsr"), "-O3");
+    let from_onnx = run_net(NET, &scratch("from-onnx"), "-O3");
+    assert_eq!(from_tsr, from_onnx);
+    // And tessera-opt prints the imported module canonically, as written.
+    let out = tool(OPT, &[NET, "--input-shape", "x=2x3x12x12"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout).replace("conv_net.safetensors", "net.safetensors"),
+        written
+    );
+}
+
+#[test]
+fn symbolic_dimensions_default_to_one_with_a_note() {
+    let out = tool(OPT, &[NET, "-O3", "--fusion-report"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(
+            "note: input 'x': dimension 0 ('N') set to 1; choose it with --input-shape x=..."
+        ),
+        "{stderr}"
+    );
+    assert!(
+        text(&out.stdout).contains("kernel"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn bad_models_are_clear_errors() {
+    let out = tool(IMPORT, &["testdata/onnx/unsupported.onnx"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    for needle in [
+        "2 nodes of the model cannot be imported",
+        "node 'swizzle' (Swizzle) [domain com.example, opset 1]",
+        "node 'deconv' (ConvTranspose) [domain ai.onnx, opset 17]",
+    ] {
+        assert!(stderr.contains(needle), "missing '{needle}':\n{stderr}");
+    }
+    let dir = scratch("bad");
+    let truncated = dir.join("truncated.onnx");
+    let bytes = std::fs::read(root().join(NET)).unwrap();
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    let out = tool(RUN, &[truncated.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("is not an ONNX model"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = tool(RUN, &[NET, "--input-shape", "x=2x3"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("has rank 4, but --input-shape gives 2"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = tool(
+        RUN,
+        &["testdata/models/seed_mlp.tsr", "--input-shape", "x=1"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("--input-shape applies to ONNX models"),
+        "{}",
+        text(&out.stderr)
+    );
+    // The model's text has constants too large to print inline: -o is required.
+    let out = tool(IMPORT, &[NET]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("give -o FILE.tsr"),
+        "{}",
+        text(&out.stderr)
+    );
+}
