@@ -31,6 +31,7 @@ use tessera::mlir::MlirContext;
 use tessera::reference::render_reference;
 use tessera::source::SourceFile;
 use tessera::suggest::did_you_mean;
+use tessera::transforms::weights_as_params::weights_as_params;
 
 /// The text after `tessera-opt --help`'s options: the stages, the presets, the targets (with
 /// the chips `--gpu-chip` takes), exit status and examples.
@@ -104,6 +105,11 @@ pub struct OptArgs {
     /// default to 1).
     #[arg(long = "input-shape", value_name = "NAME=SHAPE")]
     pub input_shapes: Vec<String>,
+    /// Make the weights kept in a side file (`external<...>` constants) parameters of the
+    /// functions no other calls, appended after their own: the compiler then does not fold
+    /// or pre-pack them.
+    #[arg(long)]
+    pub weights_as_params: bool,
     /// Write the output here instead of standard output.
     #[arg(short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -394,6 +400,12 @@ pub fn run_opt(args: &OptArgs, stderr: &mut dyn Write) -> ExitCode {
                 .ok_or_else(|| vec![Diagnostic::unlocated("an ONNX model is one module")]),
             InputFormat::Mlir => load_mlir(&context, &file, chunk.clone()).map(Program::Mlir),
         };
+        let loaded = loaded.map(|program| match program {
+            Program::Graph(module) if args.weights_as_params => {
+                Program::Graph(weights_as_params(&module).0)
+            }
+            program => program,
+        });
         let result = loaded.and_then(|program| {
             process(
                 args,

@@ -29,6 +29,7 @@ use tessera::mlir::gpu::runtime::executable::GpuExecutable;
 use tessera::mlir::pipeline::runner::StepTime;
 use tessera::mlir::pipeline::Pipeline;
 use tessera::mlir::MlirContext;
+use tessera::transforms::weights_as_params::weights_as_params;
 
 /// Command-line options of `tessera-run`.
 #[derive(Parser, Debug)]
@@ -84,6 +85,11 @@ pub struct RunArgs {
     /// Run the outer loops of big kernels on N threads (the caller and N - 1 workers).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: u32,
+    /// Make the weights kept in a side file (`external<...>` constants) parameters, given
+    /// their stored values unless `--input` names them: the compiled code then takes its
+    /// weights at each call instead of having them folded in.
+    #[arg(long)]
+    pub weights_as_params: bool,
     /// Also run the reference interpreter and compare every output (PASS/FAIL).
     #[arg(long)]
     pub compare_reference: bool,
@@ -138,10 +144,16 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
     for note in &notes {
         let _ = writeln!(out, "note: {note}");
     }
+    let (module, weights) = if args.weights_as_params {
+        weights_as_params(&module)
+    } else {
+        let none = vec![Vec::new(); module.funcs.len()];
+        (module, none)
+    };
     let entry = entry_function(&module, args.entry.as_deref())?;
     check_sizes(&module)?;
     let func = &module.funcs[entry];
-    let inputs = prepare_inputs(&module, entry, &args.inputs, &aliases)?;
+    let inputs = prepare_inputs(&module, entry, &args.inputs, &aliases, &weights[entry])?;
 
     let context = MlirContext::new();
     if args.verify_each {
@@ -418,12 +430,14 @@ fn entry_function(module: &Module, entry: Option<&str>) -> Result<usize, String>
 }
 
 /// The inputs of function `entry`: from `--input NAME=SPEC` (NAME a parameter, or an
-/// imported graph's input name in `aliases`), `random:0` for the others.
+/// imported graph's input name in `aliases`), else the last parameters' `weights` (the
+/// side-file constants `--weights-as-params` made parameters), `random:0` for the others.
 fn prepare_inputs(
     module: &Module,
     entry: usize,
     specs: &[String],
     aliases: &[(String, String)],
+    weights: &[Tensor],
 ) -> Result<Vec<Tensor>, String> {
     let func = &module.funcs[entry];
     let params: Vec<(&str, &tessera::types::TensorType)> = func
@@ -459,7 +473,13 @@ fn prepare_inputs(
         .zip(given)
         .enumerate()
         .map(|(position, ((name, ty), source))| {
-            input(name, ty, position, source.unwrap_or("random:0"))
+            let weight = (position + weights.len())
+                .checked_sub(params.len())
+                .map(|w| &weights[w]);
+            match (source, weight) {
+                (None, Some(weight)) => Ok(weight.clone()),
+                (source, _) => input(name, ty, position, source.unwrap_or("random:0")),
+            }
         })
         .collect()
 }

@@ -178,11 +178,12 @@ impl<'r> Graph<'r> {
                 let mut results = def
                     .evaluate(&ctx)
                     .map_err(|e| NodeError::Invalid(format!("folding '{name}': {}", e.0)))?;
-                // A folded weight (a transposed filter) keeps its initializer's name.
-                let key = operands.iter().find_map(|v| match v {
-                    Val::Const(t) => self.keys.get(&(Arc::as_ptr(t) as usize)).cloned(),
-                    Val::Dyn(_) => None,
-                });
+                // A weight moved by a one-operand op (a transposed filter) keeps its
+                // initializer's name; a value computed from several is named by its node.
+                let key = match operands {
+                    [Val::Const(t)] => self.keys.get(&(Arc::as_ptr(t) as usize)).cloned(),
+                    _ => None,
+                };
                 let folded = results.remove(0);
                 return Ok(match key {
                     Some(key) => self.named_constant(folded, &key),

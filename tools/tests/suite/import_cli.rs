@@ -3,7 +3,7 @@
 //! Runtime's (recorded by `testdata/onnx/make.py`), and bad models are clear errors.
 
 use crate::common::root;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use tessera::exec::compare::{compare, Tolerance};
 use tessera::exec::npy::read_npy;
@@ -34,7 +34,7 @@ const OPT: &str = env!("CARGO_BIN_EXE_tessera-opt");
 const NET: &str = "testdata/onnx/conv_net.onnx";
 
 /// Runs `model` on the recorded input at `preset` and returns `out0.npy`'s bytes.
-fn run_net(model: &str, dir: &PathBuf, preset: &str) -> Vec<u8> {
+fn run_net(model: &str, dir: &Path, preset: &str) -> Vec<u8> {
     let shape: &[&str] = if model.ends_with(".onnx") {
         &["--input-shape", "x=2x3x12x12"]
     } else {
@@ -108,6 +108,30 @@ fn tessera_import_writes_text_and_side_file_that_run_the_same() {
     let from_tsr = run_net(tsr.to_str().unwrap(), &scratch("from-tsr"), "-O3");
     let from_onnx = run_net(NET, &scratch("from-onnx"), "-O3");
     assert_eq!(from_tsr, from_onnx);
+    // The weights as parameters (their stored values by default): the same results.
+    let params_dir = scratch("params");
+    let out = tool(
+        RUN,
+        &[
+            tsr.to_str().unwrap(),
+            "--weights-as-params",
+            "--input",
+            "x=testdata/onnx/conv_net_x.npy",
+            "--output-dir",
+            params_dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let as_params = std::fs::read(params_dir.join("out0.npy")).expect("out0.npy");
+    let (got, want) = (read_npy(&as_params).unwrap(), read_npy(&from_tsr).unwrap());
+    assert!(compare(&got, &want, Tolerance::for_element(want.ty.element)).pass);
+    let out = tool(OPT, &[tsr.to_str().unwrap(), "--weights-as-params"]);
+    let printed = text(&out.stdout);
+    assert!(
+        printed.starts_with("func @conv_net(%x: tensor<2x3x12x12xf32>, %conv1.weight: tensor<3x3x3x8xf32>, %conv2.weight"),
+        "{printed}"
+    );
+    assert!(!printed.contains("external<"), "{printed}");
     // And tessera-opt prints the imported module canonically, as written.
     let out = tool(OPT, &[NET, "--input-shape", "x=2x3x12x12"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
