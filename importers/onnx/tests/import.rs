@@ -180,7 +180,7 @@ fn a_dense_layer_computes_what_the_graph_does() {
         &TensorType::new(vec![1, 3], ElementType::F32),
         [0.5, -1.0, 2.0],
     );
-    let y = interpret(&result.module, 0, &[x.clone()]).expect("runs");
+    let y = interpret(&result.module, 0, std::slice::from_ref(&x)).expect("runs");
     for n in 0..40 {
         let sum: f64 = (0..3)
             .map(|k| x.get_f64(k) * f64::from(w[k * 40 + n]))
