@@ -10,7 +10,7 @@ this script says how they were made.
   the model's folder (../weights.bin, which exists: a copy of external/weights.bin), which the
   importer must refuse.
 - conv_net.onnx: a small CNN as PyTorch exports one (NCHW; Conv with padding and bias,
-  BatchNormalization, Relu, MaxPool, a second Conv, GlobalAveragePool, Flatten, Gemm with
+  BatchNormalization, Relu, MaxPool, a depthwise Conv (group 8), a second Conv, GlobalAveragePool, Flatten, Gemm with
   transB, Softmax), seeded random weights (some over 16 elements: they go to the side file),
   batch N symbolic; conv_net_x.npy an input of batch 2 and conv_net_y.npy ONNX Runtime's
   output for it (needs onnxruntime: bench/.venv has it).
@@ -61,6 +61,8 @@ def conv_net():
         init("bn.bias", 8),
         init("bn.mean", 8),
         numpy_helper.from_array(rng.uniform(0.5, 2.0, 8).astype(np.float32), "bn.var"),
+        init("dw.weight", 8, 1, 3, 3),
+        init("dw.bias", 8),
         init("conv2.weight", 16, 8, 3, 3),
         init("fc.weight", 10, 16),
         init("fc.bias", 10),
@@ -70,7 +72,8 @@ def conv_net():
         helper.make_node("BatchNormalization", ["c1", "bn.scale", "bn.bias", "bn.mean", "bn.var"], ["b1"], name="bn", epsilon=1e-5),
         helper.make_node("Relu", ["b1"], ["r1"], name="relu1"),
         helper.make_node("MaxPool", ["r1"], ["p1"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
-        helper.make_node("Conv", ["p1", "conv2.weight"], ["c2"], name="conv2", strides=[2, 2]),
+        helper.make_node("Conv", ["p1", "dw.weight", "dw.bias"], ["d1"], name="depthwise", group=8, pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["d1", "conv2.weight"], ["c2"], name="conv2", strides=[2, 2]),
         helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
         helper.make_node("GlobalAveragePool", ["r2"], ["g"], name="gap"),
         helper.make_node("Flatten", ["g"], ["f"], name="flatten", axis=1),

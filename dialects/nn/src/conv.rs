@@ -19,6 +19,27 @@ pub static CONV2D: Conv2d = Conv2d;
 /// The padding keywords of windowed ops.
 pub const PADDING_KEYWORDS: &[&str] = &["same", "valid"];
 
+/// The window attributes of convolutions.
+const STRIDES: AttrSpec = AttrSpec {
+    name: "strides",
+    kind: AttrKind::IntList,
+    default: AttrDefault::Derived("[1, 1]"),
+    doc: "`[sh, sw]`, positive",
+};
+const PADDING: AttrSpec = AttrSpec {
+    name: "padding",
+    kind: AttrKind::IntListOrEnum(PADDING_KEYWORDS),
+    default: AttrDefault::Value(DefaultValue::Str("valid")),
+    doc: "`\"same\"`, `\"valid\"` or `[top, bottom, left, right]`",
+};
+const DILATIONS: AttrSpec = AttrSpec {
+    name: "dilations",
+    kind: AttrKind::IntList,
+    default: AttrDefault::Derived("[1, 1]"),
+    doc: "`[dh, dw]`, positive",
+};
+static CONV_ATTRS: [AttrSpec; 3] = [STRIDES, PADDING, DILATIONS];
+
 static SCHEMA: OpSchema = OpSchema {
     dialect: "nn",
     name: "conv2d",
@@ -30,11 +51,7 @@ static SCHEMA: OpSchema = OpSchema {
         OperandSpec { name: "b", arity: Arity::Optional, doc: "`[F]`" },
     ],
     literal: None,
-    attrs: &[
-        AttrSpec { name: "strides", kind: AttrKind::IntList, default: AttrDefault::Derived("[1, 1]"), doc: "`[sh, sw]`, positive" },
-        AttrSpec { name: "padding", kind: AttrKind::IntListOrEnum(PADDING_KEYWORDS), default: AttrDefault::Value(DefaultValue::Str("valid")), doc: "`\"same\"`, `\"valid\"` or `[top, bottom, left, right]`" },
-        AttrSpec { name: "dilations", kind: AttrKind::IntList, default: AttrDefault::Derived("[1, 1]"), doc: "`[dh, dw]`, positive" },
-    ],
+    attrs: &CONV_ATTRS,
     results: 1,
     result_type_required: false,
 };
@@ -148,33 +165,129 @@ impl OpDef for Conv2d {
     }
 
     fn infer(&self, ctx: &mut InferContext<'_>) -> Option<Vec<TensorType>> {
-        let all: Vec<usize> = (0..ctx.operand_count()).collect();
-        ctx.require_class(0, &[ElementClass::Float])?;
-        ctx.same_element(&all)?;
-        ctx.require_rank(0, 4, "an NHWC input")?;
-        ctx.require_rank(1, 4, "an HWCF filter")?;
+        infer_conv(ctx, 1)
+    }
+}
+
+/// The shape rule of `nn.conv2d` (`groups` 1) and `nn.group_conv2d`: the filter's input
+/// channels times `groups` are the input's, its filter count a multiple of `groups`.
+pub fn infer_conv(ctx: &mut InferContext<'_>, groups: u64) -> Option<Vec<TensorType>> {
+    let all: Vec<usize> = (0..ctx.operand_count()).collect();
+    ctx.require_class(0, &[ElementClass::Float])?;
+    ctx.same_element(&all)?;
+    ctx.require_rank(0, 4, "an NHWC input")?;
+    ctx.require_rank(1, 4, "an HWCF filter")?;
+    if groups == 1 {
         ctx.require_dim_match((0, 3), (1, 2), "input channels differ")?;
-        if ctx.optional_operand(2).is_some() {
-            ctx.require_rank(2, 1, "a [F] bias vector")?;
-            ctx.require_dim_match((1, 3), (2, 0), "bias size differs from the filter count")?;
+    } else {
+        let (c, w) = (ctx.operand(0).shape[3], ctx.operand(1).shape.clone());
+        if w[2].checked_mul(groups) != Some(c) {
+            ctx.operand_error(
+                1,
+                format!(
+                    "filter has {} input channels per group; {groups} groups of them are {}, but the input has {c}",
+                    w[2],
+                    u128::from(w[2]) * u128::from(groups)
+                ),
+            )?;
         }
-        let strides = pair_or(ctx, "strides", [1, 1])?;
-        let dilations = pair_or(ctx, "dilations", [1, 1])?;
-        let (x, w) = (ctx.operand(0), ctx.operand(1));
-        if w.shape[0] == 0 || w.shape[1] == 0 {
-            ctx.operand_error(1, "operand 'w' has an empty window (0 rows or columns)")?;
+        if w[3] % groups != 0 {
+            ctx.operand_error(
+                1,
+                format!("filter count {} is not a multiple of {groups} groups", w[3]),
+            )?;
         }
-        let [h, wd] = geometry(
-            ctx,
-            WindowSource::Operand(1),
-            [x.shape[1], x.shape[2]],
-            [w.shape[0], w.shape[1]],
-            strides,
-            dilations,
-        )?;
-        Some(vec![TensorType::new(
-            vec![x.shape[0], h, wd, w.shape[3]],
-            x.element,
-        )])
+    }
+    if ctx.optional_operand(2).is_some() {
+        ctx.require_rank(2, 1, "a [F] bias vector")?;
+        ctx.require_dim_match((1, 3), (2, 0), "bias size differs from the filter count")?;
+    }
+    let strides = pair_or(ctx, "strides", [1, 1])?;
+    let dilations = pair_or(ctx, "dilations", [1, 1])?;
+    let (x, w) = (ctx.operand(0), ctx.operand(1));
+    if w.shape[0] == 0 || w.shape[1] == 0 {
+        ctx.operand_error(1, "operand 'w' has an empty window (0 rows or columns)")?;
+    }
+    let [h, wd] = geometry(
+        ctx,
+        WindowSource::Operand(1),
+        [x.shape[1], x.shape[2]],
+        [w.shape[0], w.shape[1]],
+        strides,
+        dilations,
+    )?;
+    Some(vec![TensorType::new(
+        vec![x.shape[0], h, wd, w.shape[3]],
+        x.element,
+    )])
+}
+
+/// `nn.group_conv2d`.
+pub struct GroupConv2d;
+
+/// 2-d convolution in groups (depthwise when each group is one input channel).
+pub static GROUP_CONV2D: GroupConv2d = GroupConv2d;
+
+static GROUP_ATTRS: [AttrSpec; 4] = [
+    AttrSpec {
+        name: "groups",
+        kind: AttrKind::Int,
+        default: AttrDefault::Required,
+        doc: "`G`, positive, dividing `C` and `F`",
+    },
+    STRIDES,
+    PADDING,
+    DILATIONS,
+];
+
+static GROUP_SCHEMA: OpSchema = OpSchema {
+    dialect: "nn",
+    name: "group_conv2d",
+    summary: "2-d convolution in `groups` independent groups of channels (depthwise when each group is one input channel), NHWC input, HWCF filter, optional bias.",
+    description: "The input's `C` channels and the `F` filters split into `G = groups` groups in order; group `g` convolves input channels `g*C/G .. (g+1)*C/G` with filters `g*F/G .. (g+1)*F/G`, whose filter slice `w[:, :, :, that range]` has `C/G` input channels: `y[n, i, j, f] = b[f] + sum_{p, q, c < C/G} xp[n, i*sh + p*dh, j*sw + q*dw, g*C/G + c] * w[p, q, c, f]` with `g = f / (F/G)`. `G = C` is a depthwise convolution with `F/C` filters per channel (Keras `DepthwiseConv2D`, PyTorch `groups = in_channels`), `G = 1` is `nn.conv2d`. Strides, dilations, padding and output size as in `nn.conv2d`.",
+    operands: &[
+        OperandSpec { name: "x", arity: Arity::One, doc: "`[N, H, W, C]`, float" },
+        OperandSpec { name: "w", arity: Arity::One, doc: "`[KH, KW, C/G, F]`" },
+        OperandSpec { name: "b", arity: Arity::Optional, doc: "`[F]`" },
+    ],
+    literal: None,
+    attrs: &GROUP_ATTRS,
+    results: 1,
+    result_type_required: false,
+};
+
+impl OpDef for GroupConv2d {
+    /// Each element is a dot product over its group's taps (KH x KW x C/G), plus the bias.
+    fn accumulated_terms(
+        &self,
+        operands: &[&TensorType],
+        results: &[&TensorType],
+        attrs: &Attrs,
+    ) -> Option<u64> {
+        CONV2D.accumulated_terms(operands, results, attrs)
+    }
+
+    /// A multiply-add per output element and tap of its group, plus the bias.
+    fn flops(&self, operands: &[&TensorType], results: &[&TensorType], attrs: &Attrs) -> u64 {
+        CONV2D.flops(operands, results, attrs)
+    }
+
+    fn decomposition(&self) -> Option<&dyn tessera::transforms::decompose::Decompose> {
+        Some(self)
+    }
+
+    fn schema(&self) -> &OpSchema {
+        &GROUP_SCHEMA
+    }
+
+    fn infer(&self, ctx: &mut InferContext<'_>) -> Option<Vec<TensorType>> {
+        let groups = ctx.int("groups");
+        if groups < 1 {
+            ctx.attr_error(
+                "groups",
+                format!("attribute 'groups' must be positive, but is {groups}"),
+            )?;
+        }
+        infer_conv(ctx, groups as u64)
     }
 }

@@ -1,12 +1,14 @@
 //! How `nn` layers that are compositions become `array` ops (the `tessera-decompose` pass):
-//! dense, activations, normalizations and attention. Each decomposition is the formula in
+//! dense, activations, normalizations, attention and grouped convolution. Each decomposition is the formula in
 //! the op's documentation, written with the numerically stable forms (maximum subtracted
 //! before `exp`, centered variance). Fusion later merges the elementwise parts again.
 
 use crate::activation::{Activation, ActivationKind};
 use crate::attention::Attention;
+use crate::conv::{GroupConv2d, CONV2D};
 use crate::dense::Dense;
 use crate::norm::{BatchNorm, LayerNorm};
+use crate::window::{window_geometry, WindowError};
 use tessera::attr::{Attribute, DenseValue, Scalar};
 use tessera::dialect::OpDef;
 use tessera::infer::normalize_axis;
@@ -15,7 +17,7 @@ use tessera::transforms::decompose::{Decompose, DecomposeError, DecomposeOp, Gra
 use tessera::types::{ElementType, TensorType};
 use tessera_array::constant::CONSTANT;
 use tessera_array::elementwise::{ADD, DIV, ERF, EXP, LOG, MAX, MUL, NEG, RSQRT, SUB, TANH};
-use tessera_array::layout::{RESHAPE, TRANSPOSE};
+use tessera_array::layout::{CONCAT, PAD, RESHAPE, SLICE, TRANSPOSE};
 use tessera_array::matmul::MATMUL;
 use tessera_array::reduce::{REDUCE_MAX, REDUCE_MEAN, REDUCE_SUM};
 
@@ -314,5 +316,145 @@ impl Decompose for Attention {
         let one = ops.scalar(q_ty.element, 1.0)?;
         let reciprocal = ops.binary(&DIV, one, sum)?;
         Ok(vec![ops.binary(&MUL, unnormalized, reciprocal)?])
+    }
+}
+
+/// Attribute `name` of `op` as two positive integers, `[1, 1]` when absent.
+fn window_pair(op: &DecomposeOp<'_>, name: &str) -> Result<[u64; 2], DecomposeError> {
+    match op.attr(name).map(|a| a.as_int_list()) {
+        None => Ok([1, 1]),
+        Some(Some(v)) if v.len() == 2 && v.iter().all(|&d| d > 0) => Ok([v[0] as u64, v[1] as u64]),
+        Some(_) => Err(DecomposeError {
+            op: "nn.group_conv2d".into(),
+            message: format!("attribute '{name}' is not two positive integers"),
+        }),
+    }
+}
+
+/// An integer list attribute.
+fn int_list(values: &[u64]) -> Attribute {
+    Attribute::List(values.iter().map(|&v| Attribute::Int(v as i64)).collect())
+}
+
+impl Ops<'_, '_> {
+    /// The slice `x[start:limit:stride]`.
+    fn slice(&mut self, x: ValueId, start: &[u64], limit: &[u64], stride: &[u64]) -> Built {
+        let attrs = [
+            ("start", int_list(start)),
+            ("limit", int_list(limit)),
+            ("stride", int_list(stride)),
+        ];
+        self.b.op(&SLICE, &[x], &attrs, None, None)
+    }
+}
+
+impl Decompose for GroupConv2d {
+    fn lowering(&self) -> &'static str {
+        "the input padded (`array.pad`), then, when each group is one input channel (depthwise), one strided `array.slice` of it per filter tap times that tap's filter row, summed (`array.mul`, `array.add`: fusion makes them one loop nest); otherwise one `nn.conv2d` per group on its channel slices, joined by `array.concat`; the bias added"
+    }
+
+    fn decompose(
+        &self,
+        b: &mut GraphBuilder<'_>,
+        op: &DecomposeOp<'_>,
+    ) -> Result<Vec<ValueId>, DecomposeError> {
+        let fail = |message: String| DecomposeError {
+            op: "nn.group_conv2d".into(),
+            message,
+        };
+        let mut ops = Ops { b };
+        let (x, w) = (op.operands[0], op.operands[1]);
+        let (xt, wt) = (ops.b.ty(x).clone(), ops.b.ty(w).clone());
+        let (&[n, h, wd, c], &[kh, kw, cg, f]) = (xt.shape.as_slice(), wt.shape.as_slice()) else {
+            return Err(fail(format!("{xt} and {wt} are not NHWC and HWCF")));
+        };
+        let groups = op.int("groups")? as u64;
+        let strides = window_pair(op, "strides")?;
+        let dilations = window_pair(op, "dilations")?;
+        let padding = op.attr("padding").unwrap_or(Attribute::Str("valid".into()));
+        let geometry = window_geometry(&padding, [h, wd], [kh, kw], strides, dilations).map_err(
+            |e| match e {
+                WindowError::Padding(m) | WindowError::TooLarge(m) => fail(m),
+            },
+        )?;
+        let [top, bottom, left, right] = geometry.padding;
+        let [oh, ow] = geometry.output;
+        let xp = if geometry.padding.iter().any(|&p| p > 0) {
+            let attrs = [
+                ("low", int_list(&[0, top, left, 0])),
+                ("high", int_list(&[0, bottom, right, 0])),
+            ];
+            ops.b.op(&PAD, &[x], &attrs, None, None)?
+        } else {
+            x
+        };
+        let y = if cg == 1 && groups == c {
+            let m = f / c;
+            let mut sum = None;
+            for p in 0..kh {
+                for q in 0..kw {
+                    let (row, col) = (p * dilations[0], q * dilations[1]);
+                    // One past the last row and column this tap reads.
+                    let end = |first: u64, out: u64, stride: u64| {
+                        first + out.saturating_sub(1) * stride + u64::from(out > 0)
+                    };
+                    let window = ops.slice(
+                        xp,
+                        &[0, row, col, 0],
+                        &[n, end(row, oh, strides[0]), end(col, ow, strides[1]), c],
+                        &[1, strides[0], strides[1], 1],
+                    )?;
+                    let tap = ops.slice(w, &[p, q, 0, 0], &[p + 1, q + 1, 1, f], &[1, 1, 1, 1])?;
+                    let (lhs, rhs) = if m == 1 {
+                        (window, ops.reshape(tap, vec![f])?)
+                    } else {
+                        (
+                            ops.reshape(window, vec![n, oh, ow, c, 1])?,
+                            ops.reshape(tap, vec![c, m])?,
+                        )
+                    };
+                    let product = ops.binary(&MUL, lhs, rhs)?;
+                    sum = Some(match sum {
+                        None => product,
+                        Some(s) => ops.binary(&ADD, s, product)?,
+                    });
+                }
+            }
+            let sum = sum.ok_or_else(|| fail("an empty filter window".into()))?;
+            if m == 1 {
+                sum
+            } else {
+                ops.reshape(sum, vec![n, oh, ow, f])?
+            }
+        } else {
+            let fg = f / groups;
+            let attrs = [
+                ("strides", int_list(&strides)),
+                ("dilations", int_list(&dilations)),
+            ];
+            let padded = ops.b.ty(xp).shape.clone();
+            let mut parts = Vec::with_capacity(groups as usize);
+            for g in 0..groups {
+                let xs = ops.slice(
+                    xp,
+                    &[0, 0, 0, g * cg],
+                    &[n, padded[1], padded[2], (g + 1) * cg],
+                    &[1; 4],
+                )?;
+                let ws = ops.slice(w, &[0, 0, 0, g * fg], &[kh, kw, cg, (g + 1) * fg], &[1; 4])?;
+                parts.push(ops.b.op(&CONV2D, &[xs, ws], &attrs, None, None)?);
+            }
+            match parts.as_slice() {
+                [one] => *one,
+                _ => ops
+                    .b
+                    .op(&CONCAT, &parts, &[("axis", Attribute::Int(3))], None, None)?,
+            }
+        };
+        let y = match op.operands.get(2) {
+            Some(&bias) => ops.binary(&ADD, y, bias)?,
+            None => y,
+        };
+        Ok(vec![y])
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::activation::{Activation, ActivationKind};
 use crate::attention::Attention;
-use crate::conv::Conv2d;
+use crate::conv::{Conv2d, GroupConv2d};
 use crate::dense::Dense;
 use crate::norm::{BatchNorm, LayerNorm};
 use crate::pool::{Pool, PoolKind};
@@ -299,6 +299,37 @@ impl Evaluate for Conv2d {
             sliding.taps([n, i, j], |p, q, at| {
                 for cc in 0..c {
                     sum += x[at + cc] * w[((p * kw + q) * c + cc) * f + ff];
+                }
+            });
+            sum + bias.map_or(0.0, |b| b[ff])
+        })
+    }
+}
+
+impl Evaluate for GroupConv2d {
+    fn evaluate(&self, ctx: &EvalContext<'_>) -> Result<Vec<Tensor>, EvalError> {
+        let (x, w) = (ctx.floats(0)?, ctx.floats(1)?);
+        let bias = ctx.optional_floats(2)?;
+        let (xt, wt) = (&ctx.operand(0)?.ty, &ctx.operand(1)?.ty);
+        let ty = ctx.result_type(0)?;
+        let &[kh, kw, cg, f] = wt.shape.as_slice() else {
+            return Err(unverified(format!("{wt} is not an HWCF filter")));
+        };
+        let groups = ctx.int("groups")?;
+        if groups < 1 || f % groups as u64 != 0 {
+            return Err(unverified(format!("{groups} groups for {f} filters")));
+        }
+        let strides = pair(ctx, "strides", [1, 1])?;
+        let dilations = pair(ctx, "dilations", [1, 1])?;
+        let sliding = Sliding::new(ctx, xt, [kh, kw], strides, dilations)?;
+        let (kw, cg, f) = (kw as usize, cg as usize, f as usize);
+        let per_group = f / groups as usize;
+        sliding.outputs(ty, f, "convolution", |[n, i, j, ff]| {
+            let first = ff / per_group * cg;
+            let mut sum = 0.0;
+            sliding.taps([n, i, j], |p, q, at| {
+                for c in 0..cg {
+                    sum += x[at + first + c] * w[((p * kw + q) * cg + c) * f + ff];
                 }
             });
             sum + bias.map_or(0.0, |b| b[ff])
@@ -679,6 +710,47 @@ mod tests {
             ),
             "1x3x3x1xf32",
             &[4.0, 6.0, 4.0, 6.0, 9.0, 6.0, 4.0, 6.0, 4.0],
+        );
+    }
+
+    #[test]
+    fn group_conv2d_keeps_each_group_to_its_channels() {
+        // Depthwise (2 groups of 1 channel, 2 filters each) over a 1x1 image [3, 5]: filters
+        // 0 and 1 see channel 0 only, filters 2 and 3 channel 1 only.
+        let x = floats("1x1x1x2xf64", &[3.0, 5.0]);
+        let w = floats("1x1x1x4xf64", &[1.0, 2.0, 10.0, 100.0]);
+        let b = floats("4xf64", &[0.5, 0.0, 0.0, -1.0]);
+        assert_floats(
+            &eval(
+                "nn.group_conv2d %a, %b, %c {groups = 2}",
+                "1x1x1x4xf64",
+                &[x, w, b],
+            ),
+            "1x1x1x4xf64",
+            &[3.5, 6.0, 50.0, 499.0],
+        );
+        // Two groups of 2 channels: [1, 2 | 3, 4] with per-group filters summing the group.
+        let x = floats("1x1x1x4xf64", &[1.0, 2.0, 3.0, 4.0]);
+        let w = floats("1x1x2x2xf64", &[1.0, 1.0, 1.0, 1.0]);
+        assert_floats(
+            &eval(
+                "nn.group_conv2d %a, %b {groups = 2}",
+                "1x1x1x2xf64",
+                &[x, w],
+            ),
+            "1x1x1x2xf64",
+            &[3.0, 7.0],
+        );
+        // One group is nn.conv2d, window and padding included (as conv2d's own test).
+        let ones = floats("2x2x1x1xf32", &[1.0; 4]);
+        assert_floats(
+            &eval(
+                "nn.group_conv2d %a, %b {groups = 1, padding = \"same\"}",
+                "1x3x3x1xf32",
+                &[one_to_nine(), ones],
+            ),
+            "1x3x3x1xf32",
+            &[12.0, 16.0, 9.0, 24.0, 28.0, 15.0, 15.0, 17.0, 9.0],
         );
     }
 

@@ -32,6 +32,7 @@ static OPS: &[&dyn OpDef] = &[
     &norm::LAYER_NORM,
     &norm::BATCH_NORM,
     &conv::CONV2D,
+    &conv::GROUP_CONV2D,
     &pool::MAX_POOL2D,
     &pool::AVG_POOL2D,
     &attention::ATTENTION,

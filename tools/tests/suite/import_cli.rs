@@ -128,7 +128,7 @@ fn tessera_import_writes_text_and_side_file_that_run_the_same() {
     let out = tool(OPT, &[tsr.to_str().unwrap(), "--weights-as-params"]);
     let printed = text(&out.stdout);
     assert!(
-        printed.starts_with("func @conv_net(%x: tensor<2x3x12x12xf32>, %conv1.weight: tensor<3x3x3x8xf32>, %conv2.weight"),
+        printed.starts_with("func @conv_net(%x: tensor<2x3x12x12xf32>, %conv1.weight: tensor<3x3x3x8xf32>, %dw.weight: tensor<3x3x1x8xf32>, %conv2.weight"),
         "{printed}"
     );
     assert!(!printed.contains("external<"), "{printed}");

@@ -127,7 +127,7 @@ fn from_nhwc(g: &mut Graph, y: &Val, rank: usize) -> NodeResult<Val> {
     Ok(back)
 }
 
-/// `Conv` (one group).
+/// `Conv`: `nn.conv2d`, or `nn.group_conv2d` for more than one group (depthwise included).
 pub fn conv(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
     let x = input(inputs, 0)?;
     let w = input(inputs, 1)?;
@@ -138,14 +138,9 @@ pub fn conv(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>>
         ));
     }
     let group = node.int("group", 1);
-    if group != 1 {
-        return unsupported(format!(
-            "Conv with {group} groups (grouped and depthwise convolutions come next)"
-        ));
-    }
-    if tw.shape[1] != tx.shape[1] {
+    if group < 1 || tw.shape[1].checked_mul(group as u64) != Some(tx.shape[1]) {
         return invalid(format!(
-            "the filter {tw} does not fit the input's {} channels",
+            "the filter {tw} in {group} group(s) does not fit the input's {} channels",
             tx.shape[1]
         ));
     }
@@ -169,7 +164,13 @@ pub fn conv(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>>
         ("dilations", ints(&geometry.dilations.map(|v| v as i64))),
         ("padding", ints(&[p[0], p[2], p[1], p[3]].map(|v| v as i64))),
     ];
-    let y = g.op("nn.conv2d", &operands, &attrs, None)?;
+    let y = if group == 1 {
+        g.op("nn.conv2d", &operands, &attrs, None)?
+    } else {
+        let mut attrs = attrs.to_vec();
+        attrs.push(("groups", Attribute::Int(group)));
+        g.op("nn.group_conv2d", &operands, &attrs, None)?
+    };
     Ok(vec![from_nhwc(g, &y, tx.rank())?])
 }
 
