@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The ONNX backend node tests through tessera: writes the cases the `onnx` package generates
 # (scripts/onnx_node_tests.py, into target/onnx-node-tests), runs them with
-# tessera-onnx-conformance (release build) and writes the per-op table to
-# docs/onnx-conformance.md. Extra arguments go to tessera-onnx-conformance (-O0, --filter,
+# tessera-onnx-conformance (release build) with onnx's light models (real architectures) and
+# writes the per-op table and the models' results to docs/onnx-conformance.md. Extra arguments go to tessera-onnx-conformance (-O0, --filter,
 # --verbose). Needs the project's onnx venv (scripts/setup.sh makes .venv-onnx).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -13,4 +13,5 @@ cases="$root/target/onnx-node-tests"
 rm -rf "$cases"
 "$python" scripts/onnx_node_tests.py "$cases" 2>/dev/null
 cargo build --release -q --bin tessera-onnx-conformance
-./target/release/tessera-onnx-conformance "$cases" --markdown docs/onnx-conformance.md "$@"
+light="$("$python" -c 'import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), "backend/test/data/light"))')"
+./target/release/tessera-onnx-conformance "$cases" --models "$light" --markdown docs/onnx-conformance.md "$@"

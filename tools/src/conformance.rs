@@ -15,7 +15,7 @@ use tessera::mlir::cpu::compile::{compile, jit_options};
 use tessera::mlir::pipeline::Pipeline;
 use tessera::mlir::MlirContext;
 use tessera::source::SourceFile;
-use tessera_onnx::{import, read_model, read_tensor, ImportError, ImportOptions};
+use tessera_onnx::{import, read_model, read_tensor, ImportError, ImportOptions, Imported};
 
 /// The most bytes one test tensor may take.
 const TENSOR_LIMIT: u64 = 1 << 30;
@@ -51,6 +51,10 @@ pub struct ConformanceArgs {
     /// Print every case's outcome, not only the failures.
     #[arg(long)]
     pub verbose: bool,
+    /// Also run onnx's light models in this folder (its `backend/test/data/light`: AlexNet,
+    /// DenseNet-121, Inception, ResNet-50, ...) at -O0 and -O3.
+    #[arg(long, value_name = "DIR")]
+    pub models: Option<PathBuf>,
 }
 
 /// How one case went.
@@ -268,10 +272,37 @@ pub fn run_case(context: &MlirContext, case: &Path, opt_level: u8) -> Outcome {
     let Some(inputs) = inputs.into_iter().collect::<Option<Vec<Tensor>>>() else {
         return Outcome::Fail("the test data lacks an input".into());
     };
-    let file = SourceFile::new(options.source_name.clone(), imported.text.clone());
+    let outputs: Vec<PathBuf> = (0..)
+        .map(|j| data.join(format!("output_{j}.pb")))
+        .take_while(|p| p.exists())
+        .collect();
+    let (rtol, atol) = tolerance(case);
+    check_outputs(
+        context,
+        &imported,
+        &name,
+        &inputs,
+        &outputs,
+        opt_level,
+        (rtol, atol),
+    )
+}
+
+/// Compiles `imported` at `opt_level`, calls it on `inputs` and compares its outputs with the
+/// tensors in `expected` (files), each within `atol + rtol |expected|`.
+fn check_outputs(
+    context: &MlirContext,
+    imported: &Imported,
+    name: &str,
+    inputs: &[Tensor],
+    expected: &[PathBuf],
+    opt_level: u8,
+    (rtol, atol): (f64, f64),
+) -> Outcome {
+    let file = SourceFile::new(format!("{name} (imported)"), imported.text.clone());
     let module = &imported.module;
     let pipeline = Pipeline::preset(opt_level, true);
-    let _activity = Activity::enter("the conformance case", &name, None);
+    let _activity = Activity::enter("the conformance case", name, None);
     let jit = match compile(
         context,
         module,
@@ -288,20 +319,19 @@ pub fn run_case(context: &MlirContext, case: &Path, opt_level: u8) -> Outcome {
         }
     };
     let func = &module.funcs[0];
-    let got = match jit.call(&func.name, &inputs) {
+    let got = match jit.call(&func.name, inputs) {
         Ok(got) => got,
         Err(e) => return Outcome::Fail(format!("the call failed: {e}")),
     };
-    let (rtol, atol) = tolerance(case);
-    let expected = (0..)
-        .take_while(|j| data.join(format!("output_{j}.pb")).exists())
-        .count();
-    if got.len() != expected {
-        return Outcome::Fail(format!("{} outputs, expected {expected}", got.len()));
+    if got.len() != expected.len() {
+        return Outcome::Fail(format!(
+            "{} outputs, expected {}",
+            got.len(),
+            expected.len()
+        ));
     }
-    for (j, g) in got.iter().enumerate() {
-        let path = data.join(format!("output_{j}.pb"));
-        let want = match read_tensor(&path, TENSOR_LIMIT) {
+    for (j, (g, path)) in got.iter().zip(expected).enumerate() {
+        let want = match read_tensor(path, TENSOR_LIMIT) {
             Ok((_, t)) => t,
             Err(e) if e.contains("tessera has no type for") => return Outcome::Unsupported(e),
             Err(e) => return Outcome::Fail(e),
@@ -311,6 +341,69 @@ pub fn run_case(context: &MlirContext, case: &Path, opt_level: u8) -> Outcome {
         }
     }
     Outcome::Pass
+}
+
+/// The models of `dir` that the onnx package keeps with their expected outputs (its
+/// `backend/test/data/light`: `light_NAME.onnx` beside `light_NAME_output_0.pb`), sorted.
+pub fn light_models(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut models: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot read '{}': {e}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "onnx"))
+        .filter(|p| p.with_file_name(output_name(p, 0)).exists())
+        .collect();
+    models.sort();
+    Ok(models)
+}
+
+/// `light_NAME_output_J.pb` for model `light_NAME.onnx`.
+fn output_name(model: &Path, j: usize) -> String {
+    let stem = model.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    format!("{stem}_output_{j}.pb")
+}
+
+/// Runs one of onnx's light models at `opt_level` as onnx's backend runner does: each input
+/// (symbolic dimensions 1) holds `0, 1/n, 2/n, ...` in row-major order, the outputs are
+/// compared with the stored ones at onnx's default tolerance (rtol 1e-3, atol 1e-7).
+pub fn run_light_model(context: &MlirContext, model: &Path, opt_level: u8) -> Outcome {
+    let name = model.display().to_string();
+    let options = ImportOptions {
+        input_shapes: BTreeMap::new(),
+        side_file: "model.safetensors".into(),
+        source_name: format!("{name} (imported)"),
+        bound_inputs: BTreeMap::new(),
+    };
+    let imported = match tessera_onnx::import_file(model, &options, &registry()) {
+        Ok(imported) => imported,
+        Err(e) => {
+            return match lacks_feature(&e) {
+                Some(why) => Outcome::Unsupported(why),
+                None => Outcome::Fail(e.to_string()),
+            }
+        }
+    };
+    let func = &imported.module.funcs[0];
+    let inputs: Vec<Tensor> = func
+        .param_types()
+        .map(|ty| {
+            let n = ty.num_elements().unwrap_or(0);
+            Tensor::from_numbers(ty, (0..n).map(|i| (i as f64 / n as f64) as f32 as f64))
+        })
+        .collect();
+    let outputs: Vec<PathBuf> = (0..)
+        .map(|j| model.with_file_name(output_name(model, j)))
+        .take_while(|p| p.exists())
+        .collect();
+    check_outputs(
+        context,
+        &imported,
+        &name,
+        &inputs,
+        &outputs,
+        opt_level,
+        (1e-3, 1e-7),
+    )
 }
 
 /// Counts of one op's cases.
@@ -467,7 +560,36 @@ pub fn run(args: &ConformanceArgs, out: &mut dyn Write, err: &mut dyn Write) -> 
         }
         results.push(result);
     }
-    let report = markdown(&results, args.opt_level);
+    let mut report = markdown(&results, args.opt_level);
+    if let Some(dir) = &args.models {
+        let models = match light_models(dir) {
+            Ok(models) => models,
+            Err(e) => {
+                let _ = writeln!(err, "tessera-onnx-conformance: error: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let _ = writeln!(report, "\n## Real architectures\n");
+        let _ = writeln!(
+            report,
+            "onnx's light models (`onnx/backend/test/data/light`: full architectures whose \
+             weights are fills), inputs and expected outputs as onnx's backend runner makes \
+             them.\n"
+        );
+        let _ = writeln!(report, "| model | -O0 | -O3 |");
+        let _ = writeln!(report, "|---|---|---|");
+        for model in &models {
+            let name = model.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
+            let cells: Vec<String> = [0, 3]
+                .map(|level| match run_light_model(&context, model, level) {
+                    Outcome::Pass => "pass".to_string(),
+                    Outcome::Fail(why) => format!("FAIL: {}", why.lines().next().unwrap_or("")),
+                    Outcome::Unsupported(why) => format!("unsupported: {why}"),
+                })
+                .to_vec();
+            let _ = writeln!(report, "| {name} | {} | {} |", cells[0], cells[1]);
+        }
+    }
     let _ = write!(out, "{report}");
     if let Some(path) = &args.markdown {
         if let Err(e) = std::fs::write(path, &report) {

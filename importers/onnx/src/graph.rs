@@ -25,6 +25,9 @@ pub enum Val {
     Dyn(ValueId),
     /// A constant (an initializer, a `Constant`, or a folded result).
     Const(Arc<Tensor>),
+    /// A large constant whose elements are all this one (a `ConstantOfShape`): kept as one
+    /// value, so a model whose weights are fills does not hold them element by element.
+    Splat(Scalar, TensorType),
 }
 
 /// Why a node could not be converted.
@@ -56,6 +59,14 @@ const INLINE_ELEMENTS: usize = 16;
 /// A folded result may have this many elements even when its operands have fewer (a
 /// `ConstantOfShape`, a small `Expand`); above it, folding must not grow the constants.
 const FOLD_GROWTH_ELEMENTS: u64 = 4096;
+
+/// The ops that only move or repeat elements: applied to a splat, a splat.
+const MOVES_DATA: &[&str] = &[
+    "array.transpose",
+    "array.reshape",
+    "array.broadcast",
+    "array.slice",
+];
 
 /// The state of one import.
 pub struct Graph<'r> {
@@ -110,6 +121,19 @@ impl<'r> Graph<'r> {
         Val::Const(Arc::new(tensor))
     }
 
+    /// A constant of type `ty` whose every element is `value`: a tensor when small, else a
+    /// [`Val::Splat`].
+    pub fn splat(&self, value: Scalar, ty: TensorType) -> Val {
+        let count = ty.num_elements().unwrap_or(u64::MAX);
+        if count > FOLD_GROWTH_ELEMENTS {
+            return Val::Splat(value, ty);
+        }
+        self.constant(Tensor::from_numbers(
+            &ty,
+            vec![value.as_f64(); count as usize],
+        ))
+    }
+
     /// A rank-0 constant of `element` type holding `value`.
     pub fn scalar(&self, value: f64, element: ElementType) -> Val {
         self.constant(Tensor::from_numbers(
@@ -123,6 +147,7 @@ impl<'r> Graph<'r> {
         match v {
             Val::Dyn(id) => self.builder.ty(*id).clone(),
             Val::Const(t) => t.ty.clone(),
+            Val::Splat(_, ty) => ty.clone(),
         }
     }
 
@@ -157,11 +182,20 @@ impl<'r> Graph<'r> {
             Span::default(),
         )
         .map_err(|e| NodeError::Invalid(format!("'{name}': {e}")))?;
+        if let ([only], [ty]) = (operands, types.as_slice()) {
+            if let Some(value) = self
+                .splat_value(only)
+                .filter(|_| MOVES_DATA.contains(&name))
+            {
+                // Moving the elements of a splat around leaves a splat.
+                return Ok(self.splat(value, ty.clone()));
+            }
+        }
         let consts: Option<Vec<&Tensor>> = operands
             .iter()
             .map(|v| match v {
                 Val::Const(t) => Some(t.as_ref()),
-                Val::Dyn(_) => None,
+                Val::Dyn(_) | Val::Splat(..) => None,
             })
             .collect();
         if let Some(consts) = consts.filter(|c| !c.is_empty()) {
@@ -214,6 +248,21 @@ impl<'r> Graph<'r> {
         let tensor = match v {
             Val::Dyn(id) => return Ok(*id),
             Val::Const(t) => t,
+            Val::Splat(value, ty) => {
+                let def = self.def("array.constant")?;
+                let name = format!("{}_c", self.hint);
+                return Ok(self
+                    .builder
+                    .op(
+                        def,
+                        &[],
+                        BTreeMap::new(),
+                        Some(DenseValue::Splat(*value)),
+                        Some(std::slice::from_ref(ty)),
+                        &name,
+                    )
+                    .map_err(|e| NodeError::Invalid(format!("'array.constant': {e}")))?[0]);
+            }
         };
         let address = Arc::as_ptr(tensor) as usize;
         if let Some((_, id)) = self.materialized.get(&address) {
@@ -301,7 +350,7 @@ impl<'r> Graph<'r> {
                 ),
                 None => (x.clone(), perm.to_vec()),
             },
-            Val::Const(_) => (x.clone(), perm.to_vec()),
+            Val::Const(_) | Val::Splat(..) => (x.clone(), perm.to_vec()),
         };
         if perm.iter().enumerate().all(|(i, &p)| p == i as i64) {
             return Ok(source);
@@ -429,6 +478,19 @@ impl<'r> Graph<'r> {
         )
     }
 
+    /// The value every element of `v` has, when `v` is a splat or a one-element constant.
+    fn splat_value(&self, v: &Val) -> Option<Scalar> {
+        match v {
+            Val::Splat(value, _) => Some(*value),
+            Val::Const(t) if t.len() == 1 => Some(match &t.data {
+                TensorData::Float(x) => Scalar::Float(x[0]),
+                TensorData::Int(x) => Scalar::Int(x[0]),
+                TensorData::Bool(x) => Scalar::Bool(x[0]),
+            }),
+            _ => None,
+        }
+    }
+
     /// The integers of constant `v` (a shape, axes, pads), or why it cannot give them.
     pub fn ints(&self, v: &Val, what: &str) -> NodeResult<Vec<i64>> {
         match v {
@@ -436,6 +498,8 @@ impl<'r> Graph<'r> {
                 TensorData::Int(values) => Ok(values.clone()),
                 _ => invalid(format!("{what} must be integers, but it is {}", t.ty)),
             },
+            Val::Splat(Scalar::Int(v), ty) => Ok(vec![*v; ty.num_elements().unwrap_or(0) as usize]),
+            Val::Splat(_, ty) => invalid(format!("{what} must be integers, but it is {ty}")),
             Val::Dyn(_) => unsupported(format!(
                 "{what} is computed from the graph's inputs at run time; tessera needs it known at import time"
             )),
@@ -446,6 +510,7 @@ impl<'r> Graph<'r> {
     pub fn numbers(&self, v: &Val, what: &str) -> NodeResult<Vec<f64>> {
         match v {
             Val::Const(t) => Ok((0..t.len()).map(|i| t.get_f64(i)).collect()),
+            Val::Splat(v, ty) => Ok(vec![v.as_f64(); ty.num_elements().unwrap_or(0) as usize]),
             Val::Dyn(_) => unsupported(format!(
                 "{what} is computed from the graph's inputs at run time; tessera needs it known at import time"
             )),

@@ -7,7 +7,7 @@ use crate::common::root;
 use std::collections::BTreeSet;
 use std::process::Command;
 use tessera::mlir::MlirContext;
-use tessera_tools::conformance::{case_dirs, run_case, Outcome};
+use tessera_tools::conformance::{case_dirs, light_models, run_case, run_light_model, Outcome};
 
 #[test]
 fn onnx_node_tests_pass_as_recorded() {
@@ -67,4 +67,37 @@ fn onnx_node_tests_pass_as_recorded() {
          (scripts/onnx-conformance.sh --verbose prints every case): {gained:?}",
         gained.len()
     );
+}
+
+/// onnx's light models: real architectures (AlexNet, DenseNet-121, Inception v1 and v2,
+/// ResNet-50, ShuffleNet, SqueezeNet, VGG-19, ZFNet-512) whose weights are fills, with the
+/// outputs onnx's backend runner expects. All at -O3; at -O0 (op by op, naive loops: VGG-19
+/// alone takes a minute and a half) the ones whose convolutions are small, the others in
+/// `scripts/onnx-conformance.sh`.
+#[test]
+fn real_architectures_match_their_expected_outputs() {
+    let light = std::fs::read_dir(root().join(".venv-onnx/lib"))
+        .expect("run scripts/setup.sh: .venv-onnx is missing")
+        .flatten()
+        .map(|e| e.path().join("site-packages/onnx/backend/test/data/light"))
+        .find(|p| p.is_dir())
+        .expect("the onnx package's light models");
+    let models = light_models(&light).expect("light models");
+    assert_eq!(models.len(), 9, "{models:?}");
+    let context = MlirContext::new();
+    let mut failures = Vec::new();
+    for model in &models {
+        let name = model.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
+        let cheap_unfused = ["squeezenet", "shufflenet", "densenet121"]
+            .iter()
+            .any(|m| name.ends_with(m));
+        let levels: &[u8] = if cheap_unfused { &[0, 3] } else { &[3] };
+        for &level in levels {
+            let outcome = run_light_model(&context, model, level);
+            if outcome != Outcome::Pass {
+                failures.push(format!("{name} -O{level}: {outcome:?}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -6,7 +6,7 @@ use super::{input, Inputs};
 use crate::graph::{invalid, unsupported, Graph, NodeResult, Val};
 use crate::node::Node;
 use crate::tensor::element_type;
-use tessera::attr::Attribute;
+use tessera::attr::{Attribute, Scalar};
 use tessera::types::{ElementClass, ElementType};
 
 /// `Add`, `Sub`, `Mul`, `Div`: the `array` op of the same name.
@@ -234,12 +234,7 @@ pub fn identity(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<V
 
 /// A boolean tensor of `like`'s shape, every element true.
 fn all_true(g: &Graph, like: &Val) -> Val {
-    let ty = g.ty(like).with_element(ElementType::I1);
-    let count = ty.num_elements().unwrap_or(0) as usize;
-    g.constant(tessera::exec::tensor::Tensor::from_numbers(
-        &ty,
-        vec![1.0; count],
-    ))
+    g.splat(Scalar::Bool(true), g.ty(like).with_element(ElementType::I1))
 }
 
 /// `Softmax` and `LogSoftmax`: along `axis` from opset 13; before, over the dimensions from

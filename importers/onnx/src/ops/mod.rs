@@ -84,6 +84,7 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("Identity", elementwise::identity),
     ("InstanceNormalization", nn::instance_norm),
     ("LayerNormalization", nn::layer_norm),
+    ("LRN", nn::lrn),
     ("LeakyRelu", elementwise::leaky),
     ("Less", elementwise::comparison),
     ("LessOrEqual", elementwise::comparison),

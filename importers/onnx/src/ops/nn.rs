@@ -1,6 +1,6 @@
 //! Layers over NCHW tensors: `Conv`, `MaxPool`, `AveragePool`, the global pools, and the
 //! normalizations (`BatchNormalization` at inference, `LayerNormalization`,
-//! `InstanceNormalization`). tessera's convolution and pooling are channels-last: the input
+//! `InstanceNormalization`) and `LRN`. tessera's convolution and pooling are channels-last: the input
 //! is transposed to NHWC and the result back (a transpose that undoes the one before it
 //! vanishes), filters are transposed to HWCF at import time.
 
@@ -392,4 +392,41 @@ pub fn instance_norm(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<
     let bias = per_channel(g, &bias, rank)?;
     let scaled = g.binary("array.mul", &normalized, &scale)?;
     Ok(vec![g.binary("array.add", &scaled, &bias)?])
+}
+
+/// `LRN` across channels: `x / (bias + alpha / size * sum of x^2 over the size channels around
+/// each)^beta`, the sum an average pool of the zero-padded squares along the channels.
+pub fn lrn(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let x = input(inputs, 0)?;
+    let ty = g.ty(&x);
+    if ty.rank() < 3 {
+        return invalid(format!("its input {ty} has no spatial dimensions"));
+    }
+    let size = node.int("size", 0);
+    if size < 1 {
+        return invalid(format!("size {size} is not positive"));
+    }
+    let (n, c) = (ty.shape[0], ty.shape[1]);
+    let spatial: u64 = ty.shape[2..].iter().product();
+    let squares = g.binary("array.mul", &x, &x)?;
+    // [N, C, H*W, 1] is NHWC with the channels as rows: a window of `size` rows.
+    let rows = g.reshape(&squares, vec![n, c, spatial, 1])?;
+    let before = (size - 1) / 2;
+    let low = Attribute::List([0, before, 0, 0].map(Attribute::Int).to_vec());
+    let high = Attribute::List([0, size - 1 - before, 0, 0].map(Attribute::Int).to_vec());
+    let padded = g.op("array.pad", &[rows], &[("low", low), ("high", high)], None)?;
+    let mean = g.op(
+        "nn.avg_pool2d",
+        &[padded],
+        &[("window", ints(&[size, 1])), ("strides", ints(&[1, 1]))],
+        None,
+    )?;
+    let mean = g.reshape(&mean, ty.shape.clone())?;
+    let alpha = g.scalar(node.float("alpha", 1e-4), ty.element);
+    let bias = g.scalar(node.float("bias", 1.0), ty.element);
+    let beta = g.scalar(node.float("beta", 0.75), ty.element);
+    let scaled = g.binary("array.mul", &alpha, &mean)?;
+    let base = g.binary("array.add", &bias, &scaled)?;
+    let denominator = g.binary("array.pow", &base, &beta)?;
+    Ok(vec![g.binary("array.div", &x, &denominator)?])
 }

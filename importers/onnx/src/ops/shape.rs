@@ -7,8 +7,8 @@ use super::{axis_in, input, Inputs};
 use crate::graph::{invalid, unsupported, Graph, NodeError, NodeResult, Val};
 use crate::node::Node;
 use crate::tensor::tensor_of;
-use tessera::attr::Attribute;
-use tessera::exec::tensor::Tensor;
+use tessera::attr::{Attribute, Scalar};
+use tessera::exec::tensor::{Tensor, TensorData};
 use tessera::types::{ElementType, TensorType};
 
 /// A rank-1 `i64` constant holding `values`.
@@ -508,28 +508,24 @@ pub fn constant_of_shape(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeRes
     if dims.iter().any(|&d| d < 0) {
         return invalid(format!("shape {dims:?} has a negative dimension"));
     }
-    let (element, value) = match node.tensor("value") {
+    let value = match node.tensor("value") {
         Some(t) => {
             let v = tensor_of(t, super::CONSTANT_LIMIT)
                 .map_err(|e| NodeError::Invalid(e.to_string()))?;
             if v.len() != 1 {
                 return invalid("value must have one element");
             }
-            (v.ty.element, v.get_f64(0))
+            v
         }
-        None => (ElementType::F32, 0.0),
+        None => Tensor::from_numbers(&TensorType::new(vec![1], ElementType::F32), [0.0]),
     };
-    let ty = TensorType::new(dims.iter().map(|&d| d as u64).collect(), element);
-    let count = ty.num_elements().unwrap_or(0);
-    if count > super::CONSTANT_LIMIT / 8 {
-        return unsupported(format!(
-            "ConstantOfShape of {ty}, over the importer's constant limit"
-        ));
-    }
-    Ok(vec![g.constant(Tensor::from_numbers(
-        &ty,
-        vec![value; count as usize],
-    ))])
+    let ty = TensorType::new(dims.iter().map(|&d| d as u64).collect(), value.ty.element);
+    let scalar = match &value.data {
+        TensorData::Float(x) => Scalar::Float(x[0]),
+        TensorData::Int(x) => Scalar::Int(x[0]),
+        TensorData::Bool(x) => Scalar::Bool(x[0]),
+    };
+    Ok(vec![g.splat(scalar, ty)])
 }
 
 /// `Range` of constant `start`, `limit`, `delta`: the sequence, computed at import time.
