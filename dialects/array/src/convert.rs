@@ -484,6 +484,7 @@ impl ConvertToMlir for Reduce {
             ReduceKind::Sum | ReduceKind::Mean => ReductionIdentity::Zero,
             ReduceKind::Max => ReductionIdentity::Lowest,
             ReduceKind::Min => ReductionIdentity::Highest,
+            ReduceKind::Prod => ReductionIdentity::One,
         };
         let combine = match (self.kind, float) {
             (ReduceKind::Sum | ReduceKind::Mean, true) => "arith.addf",
@@ -492,11 +493,13 @@ impl ConvertToMlir for Reduce {
             (ReduceKind::Max, false) => "arith.maxsi",
             (ReduceKind::Min, true) => "arith.minimumf",
             (ReduceKind::Min, false) => "arith.minsi",
+            (ReduceKind::Prod, true) => "arith.mulf",
+            (ReduceKind::Prod, false) => "arith.muli",
         };
         let e = &op.emit;
-        // f16 and bf16 sums accumulate in f32, then round once.
+        // f16 and bf16 sums and products accumulate in f32, then round once.
         let accumulator = match self.kind {
-            ReduceKind::Sum | ReduceKind::Mean => x.element.accumulator(),
+            ReduceKind::Sum | ReduceKind::Mean | ReduceKind::Prod => x.element.accumulator(),
             ReduceKind::Max | ReduceKind::Min => x.element,
         };
         let accumulated_ty = result.with_element(accumulator);

@@ -568,6 +568,7 @@ impl Evaluate for Reduce {
                     ReduceKind::Sum | ReduceKind::Mean => 0.0,
                     ReduceKind::Max => f64::NEG_INFINITY,
                     ReduceKind::Min => f64::INFINITY,
+                    ReduceKind::Prod => 1.0,
                 };
                 let mut acc = vec![init; groups];
                 for (&a, &t) in v.iter().zip(&targets) {
@@ -575,6 +576,7 @@ impl Evaluate for Reduce {
                         ReduceKind::Sum | ReduceKind::Mean => acc[t] + a,
                         ReduceKind::Max => maximum(acc[t], a),
                         ReduceKind::Min => minimum(acc[t], a),
+                        ReduceKind::Prod => acc[t] * a,
                     };
                 }
                 if self.kind == ReduceKind::Mean {
@@ -591,6 +593,7 @@ impl Evaluate for Reduce {
                     ReduceKind::Sum => 0,
                     ReduceKind::Max => lowest,
                     ReduceKind::Min => highest,
+                    ReduceKind::Prod => 1,
                     ReduceKind::Mean => return Err(unverified("a mean of integers")),
                 };
                 let mut acc = vec![init; groups];
@@ -598,6 +601,7 @@ impl Evaluate for Reduce {
                     acc[t] = match self.kind {
                         ReduceKind::Max => acc[t].max(a),
                         ReduceKind::Min => acc[t].min(a),
+                        ReduceKind::Prod => acc[t].wrapping_mul(a),
                         _ => acc[t].wrapping_add(a),
                     };
                 }

@@ -50,6 +50,7 @@ static OPS: &[&dyn OpDef] = &[
     &reduce::REDUCE_MAX,
     &reduce::REDUCE_MIN,
     &reduce::REDUCE_MEAN,
+    &reduce::REDUCE_PROD,
     &reduce::ARGMAX,
     &constant::CONSTANT,
 ];

@@ -47,6 +47,8 @@ pub enum ReduceKind {
     Min,
     /// `reduce_mean`.
     Mean,
+    /// `reduce_prod`.
+    Prod,
 }
 
 /// A reduction over `axes`.
@@ -82,15 +84,18 @@ const fn reduce(
 }
 
 impl OpDef for Reduce {
-    /// Sums and means add the elements each result element stands for; maxima and minima
-    /// round nothing.
+    /// Sums and means add the elements each result element stands for, products multiply
+    /// them; maxima and minima round nothing.
     fn accumulated_terms(
         &self,
         operands: &[&TensorType],
         results: &[&TensorType],
         _: &Attrs,
     ) -> Option<u64> {
-        if !matches!(self.kind, ReduceKind::Sum | ReduceKind::Mean) {
+        if !matches!(
+            self.kind,
+            ReduceKind::Sum | ReduceKind::Mean | ReduceKind::Prod
+        ) {
             return None;
         }
         let terms = operands[0].num_elements()?;
@@ -149,6 +154,14 @@ pub static REDUCE_SUM: Reduce = reduce(
 pub static REDUCE_MAX: Reduce = reduce(ReduceKind::Max, "reduce_max", "Maximum over `axes`.", "`y = max of x over axes`; NaN propagates; the maximum of no elements is the lowest value of the type (`-inf` for floats).", NUMERIC);
 /// Minimum over axes.
 pub static REDUCE_MIN: Reduce = reduce(ReduceKind::Min, "reduce_min", "Minimum over `axes`.", "`y = min of x over axes`; NaN propagates; the minimum of no elements is the highest value of the type (`inf` for floats).", NUMERIC);
+/// Product over axes.
+pub static REDUCE_PROD: Reduce = reduce(
+    ReduceKind::Prod,
+    "reduce_prod",
+    "Product over `axes`.",
+    "`y = product of x over axes`; the product of no elements is 1. Integers wrap on overflow.",
+    NUMERIC,
+);
 /// Mean over axes.
 pub static REDUCE_MEAN: Reduce = reduce(
     ReduceKind::Mean,

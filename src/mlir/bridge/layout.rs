@@ -273,6 +273,8 @@ impl<'c, 'a> Emitter<'c, 'a> {
 pub enum ReductionIdentity {
     /// 0, for sums.
     Zero,
+    /// 1, for products.
+    One,
     /// The lowest value (`-inf`, or the minimum integer), for maxima.
     Lowest,
     /// The highest value (`inf`, or the maximum integer), for minima.
@@ -285,6 +287,7 @@ impl ReductionIdentity {
         let bits = element.bit_width();
         match (self, element.class()) {
             (ReductionIdentity::Zero, _) => 0.0,
+            (ReductionIdentity::One, _) => 1.0,
             (ReductionIdentity::Lowest, ElementClass::Float) => f64::NEG_INFINITY,
             (ReductionIdentity::Highest, ElementClass::Float) => f64::INFINITY,
             (ReductionIdentity::Lowest, ElementClass::Bool) => 0.0,

@@ -11,13 +11,11 @@ use crate::bench::measure::{time_calls, Budget, Latency};
 use crate::bench::report::{number, quote};
 use crate::bench::workloads::{Bound, Workload};
 use crate::bench::{Failure, Mode};
-use crate::registry;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use tessera::diag::render_all;
-use tessera::frontend::load;
 use tessera::mlir::gpu::runtime::device::Device;
 use tessera::mlir::gpu::runtime::executable::GpuExecutable;
 use tessera::mlir::gpu::GPU_CHIPS;
@@ -222,9 +220,8 @@ pub struct Loaded {
 
 /// `workload` through the front end; its diagnostics, rendered, when it is not valid.
 pub fn load_workload(workload: &Workload) -> Result<Loaded, Failure> {
-    let file = SourceFile::new(workload.path.clone(), workload.source.clone());
-    let module = load(&file, 0..file.text().len(), &registry())
-        .map_err(|d| Failure::Diagnostics(render_all(&d, &file)))?;
+    let (file, module) = workload.load();
+    let module = module.map_err(|d| Failure::Diagnostics(render_all(&d, &file)))?;
     let entry = crate::bench::entry_index(workload, &module)?;
     Ok(Loaded {
         file,

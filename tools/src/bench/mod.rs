@@ -13,8 +13,8 @@ mod progress;
 pub mod report;
 pub mod workloads;
 
+use crate::model::{import_onnx, is_onnx, side_file_for};
 use crate::opt::TargetArg;
-use crate::registry;
 use clap::Parser;
 use limits::Limits;
 use measure::{time_calls, Budget, Latency};
@@ -27,7 +27,7 @@ use tessera::diag::render_all;
 use tessera::exec::npy::write_npy;
 use tessera::exec::random::random_tensor;
 use tessera::exec::tensor::Tensor;
-use tessera::frontend::{decode, load};
+use tessera::frontend::decode;
 use tessera::mlir::cpu::compile::{compile, jit_options};
 use tessera::mlir::cpu::runtime::alloc_counter;
 use tessera::mlir::cpu::runtime::memref::{element_bytes, HostBuffer};
@@ -36,7 +36,6 @@ use tessera::mlir::pipeline::runner::StepTime;
 use tessera::mlir::pipeline::stages::{Program, StageEnv};
 use tessera::mlir::pipeline::Pipeline;
 use tessera::mlir::MlirContext;
-use tessera::source::SourceFile;
 use tessera::transforms::decompose::decompose;
 use workloads::{Bound, Workload, BUILTIN_IDS, EXTRA_IDS};
 
@@ -71,8 +70,12 @@ events; each kernel's too) and the host's time of the whole call with its copies
 device's FP32 FMA peak (a generated kernel) and copy bandwidth are measured first."
 )]
 pub struct BenchArgs {
-    /// A model to benchmark instead of the built-in suite.
+    /// A model to benchmark instead of the built-in suite (.tsr, or .onnx imported).
     pub model: Option<PathBuf>,
+    /// For an ONNX model: fix an input's symbolic dimensions, NAME=1x3x224x224 (unknown ones
+    /// default to 1).
+    #[arg(long = "input-shape", value_name = "NAME=SHAPE")]
+    pub input_shapes: Vec<String>,
     /// The model's function to time; may be omitted when it has one.
     #[arg(long)]
     pub entry: Option<String>,
@@ -340,6 +343,31 @@ fn settings(args: &BenchArgs, modes: &[Mode], threads: &[usize]) -> report::Sett
 
 /// The workloads the arguments ask for.
 fn chosen_workloads(args: &BenchArgs) -> Result<Vec<Workload>, Failure> {
+    if let Some(path) = args.model.as_deref().filter(|p| is_onnx(p)) {
+        let imported = import_onnx(
+            path,
+            &args.input_shapes,
+            &side_file_for(path),
+            "tessera-bench",
+        )
+        .map_err(Failure::Message)?;
+        return Ok(vec![Workload {
+            title: format!("{} (ONNX model)", path.display()),
+            entry: args.entry.clone().unwrap_or_default(),
+            path: format!("{} (imported)", path.display()),
+            source: imported.text,
+            id: path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("model")
+                .to_string(),
+            bound: Bound::Compute,
+            weights: Some(std::sync::Arc::new(imported.weights)),
+        }]);
+    }
+    if !args.input_shapes.is_empty() {
+        return Err("--input-shape applies to ONNX models".to_string().into());
+    }
     if let Some(path) = &args.model {
         let name = path.display().to_string();
         let bytes = std::fs::read(path).map_err(|e| format!("cannot read '{name}': {e}"))?;
@@ -360,6 +388,7 @@ fn chosen_workloads(args: &BenchArgs) -> Result<Vec<Workload>, Failure> {
             source,
             id,
             bound: Bound::Compute,
+            weights: None,
         }]);
     }
     if args.entry.is_some() {
@@ -438,10 +467,8 @@ fn measure_workload(
     time: Duration,
     save: Option<&Path>,
 ) -> Result<Measurement, Failure> {
-    let file = SourceFile::new(workload.path.clone(), workload.source.clone());
-    let registry = registry();
-    let module = load(&file, 0..file.text().len(), &registry)
-        .map_err(|d| Failure::Diagnostics(render_all(&d, &file)))?;
+    let (file, module) = workload.load();
+    let module = module.map_err(|d| Failure::Diagnostics(render_all(&d, &file)))?;
     let entry = entry_index(workload, &module)?;
     let func = &module.funcs[entry];
     let flops = decompose(&module)

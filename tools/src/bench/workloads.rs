@@ -1,6 +1,14 @@
 //! The built-in benchmark suite: the seed's workloads as tessera models (fp32, weights as
 //! function arguments), generated at their sizes, and user models read from files.
 
+use crate::registry;
+use std::sync::Arc;
+use tessera::diag::Diagnostic;
+use tessera::frontend::{load, load_with};
+use tessera::ir::Module;
+use tessera::source::SourceFile;
+use tessera::weights::MemoryStore;
+
 /// What bounds a workload's speed, for the figure reported next to its latency.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Bound {
@@ -25,6 +33,21 @@ pub struct Workload {
     pub entry: String,
     /// What bounds it.
     pub bound: Bound,
+    /// For an imported model: the side file its text refers to, in memory.
+    pub weights: Option<Arc<MemoryStore>>,
+}
+
+impl Workload {
+    /// The workload through the front end: its text, and the module or the diagnostics.
+    pub fn load(&self) -> (SourceFile, Result<Module, Vec<Diagnostic>>) {
+        let file = SourceFile::new(self.path.clone(), self.source.clone());
+        let range = 0..file.text().len();
+        let module = match &self.weights {
+            Some(weights) => load_with(&file, range, &registry(), weights.as_ref()),
+            None => load(&file, range, &registry()),
+        };
+        (file, module)
+    }
 }
 
 /// The ids of the built-in workloads, in suite order.
@@ -73,6 +96,7 @@ pub fn builtin(id: &str) -> Option<Workload> {
         path: format!("{id}.tsr"),
         entry: "f".to_string(),
         bound,
+        weights: None,
     })
 }
 

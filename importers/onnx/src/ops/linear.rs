@@ -28,7 +28,20 @@ pub fn matmul_of(g: &mut Graph, a: &Val, b: &Val) -> NodeResult<Val> {
     } else {
         b.clone()
     };
-    let y = g.op("array.matmul", &[a2, b2], &[], None)?;
+    let (ta2, tb2) = (g.ty(&a2), g.ty(&b2));
+    let y = if ta2.rank() > 2 && tb2.rank() == 2 {
+        // A stack of rows times one matrix is one matrix product: the leading dimensions
+        // fold into the rows (a 2-d product is the fast path).
+        let (k, n) = (ta2.shape[ta2.rank() - 1], tb2.shape[1]);
+        let rows: u64 = ta2.shape[..ta2.rank() - 1].iter().product();
+        let flat = g.reshape(&a2, vec![rows, k])?;
+        let product = g.op("array.matmul", &[flat, b2], &[], None)?;
+        let mut shape = ta2.shape[..ta2.rank() - 1].to_vec();
+        shape.push(n);
+        g.reshape(&product, shape)?
+    } else {
+        g.op("array.matmul", &[a2, b2], &[], None)?
+    };
     let mut shape = g.ty(&y).shape;
     if tb.rank() == 1 {
         shape.pop();

@@ -109,6 +109,7 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("ReduceMax", reduce::reduce),
     ("ReduceMean", reduce::reduce),
     ("ReduceMin", reduce::reduce),
+    ("ReduceProd", reduce::reduce),
     ("ReduceSum", reduce::reduce),
     ("ReduceSumSquare", reduce::reduce),
     ("Relu", elementwise::unary),

@@ -1,5 +1,5 @@
 //! Reductions: `ReduceSum`, `ReduceMean`, `ReduceMax`, `ReduceMin`, `ReduceL1`, `ReduceL2`,
-//! `ReduceSumSquare`, `ReduceLogSum`, `ReduceLogSumExp` (axes an attribute or, from opset
+//! `ReduceSumSquare`, `ReduceLogSum`, `ReduceLogSumExp`, `ReduceProd` (axes an attribute or, from opset
 //! 18 — 13 for `ReduceSum` — an input; `keepdims` default 1; `noop_with_empty_axes`), and
 //! `ArgMax`/`ArgMin`.
 
@@ -82,7 +82,7 @@ pub fn reduce(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val
             };
             g.binary("array.add", &log, &shift)?
         }
-        "ReduceProd" => return unsupported("ReduceProd (tessera has no product reduction yet)"),
+        "ReduceProd" => g.reduce("array.reduce_prod", &x, &axes, keepdims)?,
         _ => return unsupported(format!("{op} of {}", ty.element)),
     };
     Ok(vec![y])
