@@ -1477,6 +1477,44 @@ mod tests {
     }
 
     #[test]
+    fn reduce_prod() {
+        let x = || floats("2x3xf32", &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        assert_floats(
+            &eval("array.reduce_prod %a {axes = [0]}", "3xf32", &[x()]),
+            "3xf32",
+            &[4.0, 10.0, 18.0],
+        );
+        assert_floats(
+            &eval(
+                "array.reduce_prod %a {axes = [1], keepdims = true}",
+                "2x1xf32",
+                &[x()],
+            ),
+            "2x1xf32",
+            &[6.0, 120.0],
+        );
+        // Integers wrap: 16 * 16 = 256 is 0 in i8; the product of no elements is 1.
+        let x = ints("2xi8", &[16, 16]);
+        assert_ints(
+            &eval("array.reduce_prod %a {axes = [0]}", "i8", &[x]),
+            "i8",
+            &[0],
+        );
+        let x = ints("0xi64", &[]);
+        assert_ints(
+            &eval("array.reduce_prod %a {axes = [0]}", "i64", &[x]),
+            "i64",
+            &[1],
+        );
+        let x = floats("2x0xf32", &[]);
+        assert_floats(
+            &eval("array.reduce_prod %a {axes = [1]}", "2xf32", &[x]),
+            "2xf32",
+            &[1.0, 1.0],
+        );
+    }
+
+    #[test]
     fn reduce_max() {
         let x = || floats("2x3xf32", &[1.0, NAN, 3.0, -1.0, -5.0, -2.0]);
         assert_floats(
