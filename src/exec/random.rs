@@ -62,6 +62,14 @@ pub fn random_tensor(ty: &TensorType, seed: u64) -> Tensor {
     }
 }
 
+/// Deterministic inputs for every parameter of `func`: parameter `i` from seed `first + i`.
+pub fn random_inputs(func: &crate::ir::Func, first: u64) -> Vec<Tensor> {
+    func.param_types()
+        .enumerate()
+        .map(|(i, ty)| random_tensor(ty, first + i as u64))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

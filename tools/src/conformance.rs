@@ -272,33 +272,37 @@ pub fn run_case(context: &MlirContext, case: &Path, opt_level: u8) -> Outcome {
     let Some(inputs) = inputs.into_iter().collect::<Option<Vec<Tensor>>>() else {
         return Outcome::Fail("the test data lacks an input".into());
     };
-    let outputs: Vec<PathBuf> = (0..)
-        .map(|j| data.join(format!("output_{j}.pb")))
-        .take_while(|p| p.exists())
-        .collect();
-    let (rtol, atol) = tolerance(case);
-    check_outputs(
-        context,
-        &imported,
-        &name,
-        &inputs,
-        &outputs,
-        opt_level,
-        (rtol, atol),
-    )
+    let outputs = existing(|j| data.join(format!("output_{j}.pb")));
+    let expected = Expected {
+        outputs,
+        tolerance: tolerance(case),
+    };
+    check_outputs(context, &imported, &name, &inputs, &expected, opt_level)
+}
+
+/// The files `path(0)`, `path(1)`, ... up to the first that does not exist.
+fn existing(path: impl Fn(usize) -> PathBuf) -> Vec<PathBuf> {
+    (0..).map(path).take_while(|p| p.exists()).collect()
+}
+
+/// What a case's outputs must be: the tensors in these files, within `atol + rtol |x|`.
+struct Expected {
+    outputs: Vec<PathBuf>,
+    tolerance: (f64, f64),
 }
 
 /// Compiles `imported` at `opt_level`, calls it on `inputs` and compares its outputs with the
-/// tensors in `expected` (files), each within `atol + rtol |expected|`.
+/// `expected` ones.
 fn check_outputs(
     context: &MlirContext,
     imported: &Imported,
     name: &str,
     inputs: &[Tensor],
-    expected: &[PathBuf],
+    expected: &Expected,
     opt_level: u8,
-    (rtol, atol): (f64, f64),
 ) -> Outcome {
+    let (rtol, atol) = expected.tolerance;
+    let expected = &expected.outputs;
     let file = SourceFile::new(format!("{name} (imported)"), imported.text.clone());
     let module = &imported.module;
     let pipeline = Pipeline::preset(opt_level, true);
@@ -391,19 +395,11 @@ pub fn run_light_model(context: &MlirContext, model: &Path, opt_level: u8) -> Ou
             Tensor::from_numbers(ty, (0..n).map(|i| (i as f64 / n as f64) as f32 as f64))
         })
         .collect();
-    let outputs: Vec<PathBuf> = (0..)
-        .map(|j| model.with_file_name(output_name(model, j)))
-        .take_while(|p| p.exists())
-        .collect();
-    check_outputs(
-        context,
-        &imported,
-        &name,
-        &inputs,
-        &outputs,
-        opt_level,
-        (1e-3, 1e-7),
-    )
+    let expected = Expected {
+        outputs: existing(|j| model.with_file_name(output_name(model, j))),
+        tolerance: (1e-3, 1e-7),
+    };
+    check_outputs(context, &imported, &name, &inputs, &expected, opt_level)
 }
 
 /// Counts of one op's cases.

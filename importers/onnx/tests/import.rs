@@ -73,6 +73,15 @@ fn ints_attr(name: &str, ints: &[i64]) -> AttributeProto {
     }
 }
 
+fn string_attr(name: &str, s: &str) -> AttributeProto {
+    AttributeProto {
+        name: name.into(),
+        r#type: AttributeType::String as i32,
+        s: s.as_bytes().to_vec(),
+        ..Default::default()
+    }
+}
+
 fn node(op: &str, inputs: &[&str], outputs: &[&str], attribute: Vec<AttributeProto>) -> NodeProto {
     NodeProto {
         input: inputs.iter().map(|s| s.to_string()).collect(),
@@ -243,13 +252,21 @@ fn every_unsupported_node_is_listed_at_once() {
         vec![
             custom,
             node("Relu", &["f"], &["after_foo"], vec![]),
-            node("ReduceProd", &["x"], &["c"], vec![]),
+            node(
+                "Pad",
+                &["x", "pads"],
+                &["c"],
+                vec![string_attr("mode", "reflect")],
+            ),
             node("ConvTranspose", &["x", "w"], &["t"], vec![]),
             node("Add", &["after_foo", "c"], &["y"], vec![]),
         ],
         vec![value("x", &[1, 4, 5, 5])],
         vec![value("y", &[1, 4, 5, 5])],
-        vec![floats("w", &[4, 2, 1, 1], vec![1.0; 8])],
+        vec![
+            floats("w", &[4, 2, 1, 1], vec![1.0; 8]),
+            int64s("pads", &[0, 0, 1, 1, 0, 0, 1, 1]),
+        ],
     );
     let error = import(&m, &options(), &registry()).err().expect("refused");
     let ImportError::Unsupported(nodes) = &error else {
@@ -263,7 +280,7 @@ fn every_unsupported_node_is_listed_at_once() {
         listed,
         [
             ("node 'Foo_f' (Foo)", "com.example"),
-            ("node 'ReduceProd_c' (ReduceProd)", "ai.onnx"),
+            ("node 'Pad_c' (Pad)", "ai.onnx"),
             ("node 'ConvTranspose_t' (ConvTranspose)", "ai.onnx"),
         ],
         "the Relu and Add after them are not listed: {error}"

@@ -48,3 +48,11 @@ pub fn load_text(name: &str, bytes: &[u8]) -> Result<Module, String> {
 pub fn print(module: &Module) -> String {
     print_module(module)
 }
+
+/// Held by every test that runs compiled code in this process: the allocation counter the
+/// numerics test checks for leaks counts the whole process, so no other test's compiled code
+/// may allocate or free while it looks.
+pub fn compiled_code_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -2,6 +2,7 @@
 //! `.tsr`, printed back as written, evaluated and compiled at every preset like inline ones,
 //! and every way a side file can be wrong reported at the literal.
 
+use crate::common::compiled_code_lock;
 use crate::numerics::preset_failures;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -106,6 +107,7 @@ fn side_file_tensors_print_evaluate_and_compile_like_inline_ones() {
             );
         }
     }
+    let _exclusive = compiled_code_lock();
     let (failures, _) = preset_failures(&MlirContext::new(), "external", &file, &module);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     std::fs::remove_dir_all(&dir).expect("clean up");

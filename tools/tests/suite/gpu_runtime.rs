@@ -9,7 +9,7 @@ use std::io::Write;
 use std::process::Command;
 use tessera::exec::compare::{compare, Tolerance};
 use tessera::exec::interpret::interpret;
-use tessera::exec::random::random_tensor;
+use tessera::exec::random::random_inputs;
 use tessera::exec::signature::Signature;
 use tessera::frontend::{decode, load};
 use tessera::ir::Module;
@@ -159,12 +159,7 @@ fn every_model_on_the_gpu_matches_the_reference_interpreter() {
             let mut executable = GpuExecutable::load(plan, Signature::of_module(&module))
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             for (index, func) in module.funcs.iter().enumerate() {
-                let inputs: Vec<_> = func
-                    .params
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &p)| random_tensor(&func.value(p).ty, 1000 + i as u64))
-                    .collect();
+                let inputs = random_inputs(func, 1000);
                 let got = match executable.call(&func.name, &inputs) {
                     Ok(got) => got,
                     Err(e) => {

@@ -4,10 +4,10 @@
 //! reference interpreter within the stated tolerance of its element types. Compiled code
 //! frees everything it allocates.
 
-use crate::common::{relative, tsr_files};
+use crate::common::{compiled_code_lock, relative, tsr_files};
 use tessera::exec::compare::{compare, Tolerance};
 use tessera::exec::interpret::interpret;
-use tessera::exec::random::random_tensor;
+use tessera::exec::random::random_inputs;
 use tessera::frontend::{decode, load};
 use tessera::ir::Module;
 use tessera::mlir::cpu::compile::{compile, jit_options};
@@ -19,6 +19,7 @@ use tessera_tools::registry;
 
 #[test]
 fn every_model_matches_the_reference_interpreter() {
+    let _exclusive = compiled_code_lock();
     let registry = registry();
     let context = MlirContext::new();
     let mut failures = Vec::new();
@@ -88,12 +89,7 @@ pub fn preset_failures(
             threaded.push(format!("{name} {preset}"));
         }
         for (index, func) in module.funcs.iter().enumerate() {
-            let inputs: Vec<_> = func
-                .params
-                .iter()
-                .enumerate()
-                .map(|(i, &p)| random_tensor(&func.value(p).ty, 1000 + i as u64))
-                .collect();
+            let inputs = random_inputs(func, 1000);
             let live_before = alloc_counter::stats().live_bytes;
             let got = jit
                 .call(&func.name, &inputs)

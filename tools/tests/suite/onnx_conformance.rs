@@ -3,7 +3,7 @@
 //! fail outright, and every case `testdata/onnx/conformance-passing.txt` lists must pass, so
 //! a regression of any imported op fails the suite.
 
-use crate::common::root;
+use crate::common::{compiled_code_lock, root};
 use std::collections::BTreeSet;
 use std::process::Command;
 use tessera::mlir::MlirContext;
@@ -35,6 +35,7 @@ fn onnx_node_tests_pass_as_recorded() {
             .map(str::to_string)
             .collect();
     let context = MlirContext::new();
+    let _exclusive = compiled_code_lock();
     let mut failures = Vec::new();
     let mut passing = BTreeSet::new();
     for case in case_dirs(&cases, None).expect("cases written") {
@@ -85,6 +86,7 @@ fn real_architectures_match_their_expected_outputs() {
     let models = light_models(&light).expect("light models");
     assert_eq!(models.len(), 9, "{models:?}");
     let context = MlirContext::new();
+    let _exclusive = compiled_code_lock();
     let mut failures = Vec::new();
     for model in &models {
         let name = model.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
