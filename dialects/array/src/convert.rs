@@ -4,7 +4,7 @@
 
 use crate::constant::Constant;
 use crate::elementwise::{Binary, BinaryKind, Cast, Compare, Select, Unary, UnaryKind};
-use crate::layout::{Broadcast, Concat, Pad, Reshape, Slice, Transpose};
+use crate::layout::{Broadcast, Concat, Gather, Pad, Reshape, Slice, Transpose};
 use crate::matmul::Matmul;
 use crate::reduce::{Argmax, Reduce, ReduceKind};
 use melior::ir::attribute::IntegerAttribute;
@@ -431,6 +431,90 @@ impl ConvertToMlir for Slice {
             &start,
             &stride,
         )?])
+    }
+}
+
+impl ConvertToMlir for Gather {
+    fn lowering(&self) -> &'static str {
+        "`linalg.generic` over the result reading its index from `indices` (clamped, negative wrapped) and the element with `tensor.extract`"
+    }
+
+    fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
+        let (x_ty, indices_ty) = (op.operand_types[0], op.operand_types[1]);
+        let result = op.result();
+        let rank = x_ty.rank() as i64;
+        let axis =
+            op.attr("axis")
+                .and_then(|a| a.as_int())
+                .map_or(0, |a| if a < 0 { a + rank } else { a }) as usize;
+        let q = indices_ty.rank();
+        let dim = x_ty.shape[axis] as i64;
+        let e = &op.emit;
+        let x = op.operands[0];
+        let context = e.context;
+        let element = e.element_type(x_ty.element);
+        let out = e.empty(result)?;
+        let loops = result.rank();
+        let results = e.generic(
+            &[Indexed {
+                value: op.operands[1],
+                map: (axis..axis + q).map(MapExpr::Dim).collect(),
+            }],
+            &[(
+                Indexed {
+                    value: out,
+                    map: identity(loops),
+                },
+                result,
+            )],
+            &vec![IteratorKind::Parallel; loops],
+            |inner, args| {
+                let loop_index = |d: usize| {
+                    inner.append_value(
+                        inner
+                            .builder("linalg.index")
+                            .add_attributes(&[inner.named(
+                                "dim",
+                                IntegerAttribute::new(
+                                    IntegerType::new(context, 64).into(),
+                                    d as i64,
+                                )
+                                .into(),
+                            )])
+                            .add_results(&[inner.index_type()]),
+                    )
+                };
+                // The index, clamped into [-dim, dim - 1], then counted from the end when
+                // negative: never outside x.
+                let k = inner.op("arith.index_cast", &[args[0]], inner.index_type())?;
+                let low = inner.index_const(-dim)?;
+                let high = inner.index_const(dim - 1)?;
+                let k = inner.same("arith.maxsi", &[k, low])?;
+                let k = inner.same("arith.minsi", &[k, high])?;
+                let zero = inner.index_const(0)?;
+                let negative = inner.compare(false, cmpi::SLT, k, zero)?;
+                let size = inner.index_const(dim)?;
+                let wrapped = inner.same("arith.addi", &[k, size])?;
+                let k = inner.select(negative, wrapped, k)?;
+                let mut at = Vec::with_capacity(x_ty.rank());
+                for d in 0..x_ty.rank() {
+                    at.push(match d {
+                        d if d < axis => loop_index(d)?,
+                        d if d == axis => k,
+                        d => loop_index(d + q - 1)?,
+                    });
+                }
+                let value = inner.append_value(
+                    inner
+                        .builder("tensor.extract")
+                        .add_operands(&[x])
+                        .add_operands(&at)
+                        .add_results(&[element]),
+                )?;
+                Ok(vec![value])
+            },
+        )?;
+        Ok(results)
     }
 }
 

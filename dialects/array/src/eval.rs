@@ -3,7 +3,7 @@
 
 use crate::constant::Constant;
 use crate::elementwise::{Binary, BinaryKind, Cast, Compare, Select, Unary, UnaryKind};
-use crate::layout::{Broadcast, Concat, Pad, Reshape, Slice, Transpose};
+use crate::layout::{Broadcast, Concat, Gather, Pad, Reshape, Slice, Transpose};
 use crate::matmul::Matmul;
 use crate::reduce::{Argmax, Reduce, ReduceKind};
 use tessera::attr::{Attribute, DenseValue, Scalar};
@@ -490,6 +490,42 @@ impl Evaluate for Slice {
         for_each_index(&ty.shape, |i| {
             let at = (0..rank)
                 .map(|d| (start[d] + i[d] * stride[d]) * strides[d])
+                .sum();
+            positions.push(at);
+        });
+        one(gather(x, ty, &positions)?)
+    }
+}
+
+impl Evaluate for Gather {
+    fn evaluate(&self, ctx: &EvalContext<'_>) -> Result<Vec<Tensor>, EvalError> {
+        let (x, indices) = (ctx.operand(0)?, ctx.operand(1)?);
+        let ty = ctx.result_type(0)?;
+        let TensorData::Int(picks) = &indices.data else {
+            return Err(unverified("indices that are not integers"));
+        };
+        let rank = x.ty.rank();
+        let axis = normalize_axis(ctx.int("axis")?, rank)
+            .ok_or_else(|| unverified("an axis out of range"))?;
+        let q = indices.ty.rank();
+        let dim = x.ty.shape[axis] as i64;
+        let strides = row_major_strides(&x.ty.shape);
+        let pick_strides = row_major_strides(&indices.ty.shape);
+        let mut positions = Vec::with_capacity(element_count(&ty.shape));
+        for_each_index(&ty.shape, |i| {
+            let pick = position(&i[axis..axis + q], &pick_strides);
+            // Clamped into [-dim, dim - 1], negative counted from the end.
+            let k = picks[pick].clamp(-dim, dim - 1);
+            let k = if k < 0 { k + dim } else { k } as usize;
+            let at = (0..rank)
+                .map(|d| {
+                    let coordinate = match d {
+                        d if d < axis => i[d],
+                        d if d == axis => k,
+                        d => i[d + q - 1],
+                    };
+                    coordinate * strides[d]
+                })
                 .sum();
             positions.push(at);
         });
@@ -1473,6 +1509,36 @@ mod tests {
             &eval("array.reduce_sum %a {axes = [0]}", "i32", &[x]),
             "i32",
             &[0],
+        );
+    }
+
+    #[test]
+    fn gather_picks_clamps_and_wraps() {
+        let table = || floats("3x2xf32", &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        // Rows 2, 0, -1 (the last), and 7 and -9, clamped to the last and the first.
+        let ids = ints("5xi64", &[2, 0, -1, 7, -9]);
+        assert_floats(
+            &eval("array.gather %a, %b", "5x2xf32", &[table(), ids]),
+            "5x2xf32",
+            &[5.0, 6.0, 1.0, 2.0, 5.0, 6.0, 5.0, 6.0, 1.0, 2.0],
+        );
+        // Along the last axis with a 2-d index tensor: y[r, i, j] = x[r, ids[i, j]].
+        let ids = ints("2x2xi32", &[1, 0, 0, 0]);
+        assert_floats(
+            &eval(
+                "array.gather %a, %b {axis = -1}",
+                "3x2x2xf32",
+                &[table(), ids],
+            ),
+            "3x2x2xf32",
+            &[2.0, 1.0, 1.0, 1.0, 4.0, 3.0, 3.0, 3.0, 6.0, 5.0, 5.0, 5.0],
+        );
+        // A scalar index removes the axis.
+        let one = ints("i64", &[1]);
+        assert_floats(
+            &eval("array.gather %a, %b", "2xf32", &[table(), one]),
+            "2xf32",
+            &[3.0, 4.0],
         );
     }
 

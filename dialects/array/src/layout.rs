@@ -1,4 +1,4 @@
-//! Layout ops: transpose, reshape, broadcast, concat, slice, pad.
+//! Layout ops: transpose, reshape, broadcast, concat, slice, gather, pad.
 
 use tessera::attr::Attribute;
 use tessera::dialect::{
@@ -286,6 +286,61 @@ impl OpDef for Slice {
             }
             shape.push((l - s).div_ceil(stride[d] as u64));
         }
+        Some(vec![TensorType::new(shape, x.element)])
+    }
+}
+
+/// `array.gather`.
+pub struct Gather;
+
+/// Slices of a tensor along an axis, chosen by a tensor of indices.
+pub static GATHER: Gather = Gather;
+
+static GATHER_SCHEMA: OpSchema = OpSchema {
+    dialect: "array",
+    name: "gather",
+    summary: "Slices of `x` along `axis` picked by `indices` (an embedding lookup, `take` in numpy).",
+    description: "With `q` the rank of `indices`: `y[o..., i_0, ..., i_{q-1}, r...] = x[o..., k, r...]` with `k = indices[i_0, ..., i_{q-1}]`, `o` the dimensions before `axis` and `r` those after; `y.shape = x.shape[..axis] + indices.shape + x.shape[axis + 1..]`. A negative index counts from the end (`-1` is the last); an index outside `[-dim, dim - 1]` is clamped into it, so compiled code never reads outside `x` (ONNX and numpy call such an index an error).",
+    operands: &[
+        OperandSpec { name: "x", arity: Arity::One, doc: "any shape, rank >= 1, the gathered axis not empty" },
+        OperandSpec { name: "indices", arity: Arity::One, doc: "any shape, `i32` or `i64`" },
+    ],
+    literal: None,
+    attrs: &[AttrSpec { name: "axis", kind: AttrKind::Int, default: AttrDefault::Value(DefaultValue::Int(0)), doc: "the gathered axis; negative counts from the end" }],
+    results: 1,
+    result_type_required: false,
+};
+
+impl OpDef for Gather {
+    fn converter(&self) -> Option<&dyn ConvertToMlir> {
+        Some(self)
+    }
+
+    fn schema(&self) -> &OpSchema {
+        &GATHER_SCHEMA
+    }
+
+    fn infer(&self, ctx: &mut InferContext<'_>) -> Option<Vec<TensorType>> {
+        let (x, indices) = (ctx.operand(0).clone(), ctx.operand(1).clone());
+        if !matches!(indices.element, ElementType::I32 | ElementType::I64) {
+            ctx.operand_error(
+                1,
+                format!(
+                    "operand 'indices' must have i32 or i64 elements, but has {}",
+                    indices.element
+                ),
+            )?;
+        }
+        let axis = ctx.axis("axis", x.rank())?;
+        if x.shape[axis] == 0 {
+            ctx.operand_error(
+                0,
+                format!("operand 'x' has an empty axis {axis}: nothing to gather"),
+            )?;
+        }
+        let mut shape = x.shape[..axis].to_vec();
+        shape.extend(&indices.shape);
+        shape.extend(&x.shape[axis + 1..]);
         Some(vec![TensorType::new(shape, x.element)])
     }
 }

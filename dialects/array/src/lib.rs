@@ -45,6 +45,7 @@ static OPS: &[&dyn OpDef] = &[
     &layout::BROADCAST,
     &layout::CONCAT,
     &layout::SLICE,
+    &layout::GATHER,
     &layout::PAD,
     &reduce::REDUCE_SUM,
     &reduce::REDUCE_MAX,

@@ -1,5 +1,5 @@
 //! Ops that move data or compute shapes: `Reshape`, `Flatten`, `Transpose`, `Squeeze`,
-//! `Unsqueeze`, `Concat`, `Split`, `Slice`, `Gather` (constant indices), `Expand`, `Tile`,
+//! `Unsqueeze`, `Concat`, `Split`, `Slice`, `Gather`, `Expand`, `Tile`,
 //! `Pad` (constant mode), `Shape`, `Constant`, `ConstantOfShape`. Shapes are static, so
 //! `Shape` is a constant and the chains built on it fold.
 
@@ -280,51 +280,28 @@ pub fn slice(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>
     Ok(vec![g.slice(&x, &from, &to, &stride)?])
 }
 
-/// `Gather` along `axis` with constant indices: one slice per index, joined, then shaped as
-/// `data.shape[..axis] + indices.shape + data.shape[axis + 1..]`.
+/// `Gather` along `axis`: `array.gather` (folded when data and indices are constants, as
+/// the shape chains PyTorch exports are); constant indices out of range are an error.
 pub fn gather(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
     let data = input(inputs, 0)?;
+    let indices = input(inputs, 1)?;
     let ty = g.ty(&data);
-    let indices_val = input(inputs, 1)?;
-    let indices_ty = g.ty(&indices_val);
-    let indices = match g.ints(&indices_val, "the indices input") {
-        Err(NodeError::Unsupported(_)) => {
-            return unsupported(
-                "Gather with indices computed at run time (tessera has no gather op yet)",
-            )
-        }
-        other => other?,
-    };
     let axis = axis_in(node.int("axis", 0), ty.rank())?;
     let dim = ty.shape[axis] as i64;
-    let mut parts = Vec::with_capacity(indices.len());
-    for &i in &indices {
-        if i < -dim || i >= dim {
+    if let Ok(picks) = g.ints(&indices, "the indices input") {
+        if let Some(&i) = picks.iter().find(|&&i| i < -dim || i >= dim) {
             return invalid(format!(
                 "index {i} is out of range for dimension {axis} of {ty}"
             ));
         }
-        let i = if i < 0 { i + dim } else { i } as u64;
-        let mut from = vec![0; ty.rank()];
-        let mut to = ty.shape.clone();
-        from[axis] = i;
-        to[axis] = i + 1;
-        parts.push(g.slice(&data, &from, &to, &vec![1; ty.rank()])?);
     }
-    let mut shape: Vec<u64> = ty.shape[..axis].to_vec();
-    shape.extend(&indices_ty.shape);
-    shape.extend(&ty.shape[axis + 1..]);
-    let joined = match parts.as_slice() {
-        [] => return invalid("Gather with no indices"),
-        [one] => one.clone(),
-        _ => g.op(
-            "array.concat",
-            &parts,
-            &[("axis", Attribute::Int(axis as i64))],
-            None,
-        )?,
-    };
-    Ok(vec![g.reshape(&joined, shape)?])
+    let attrs = [("axis", Attribute::Int(axis as i64))];
+    Ok(vec![g.op(
+        "array.gather",
+        &[data, indices],
+        &attrs,
+        None,
+    )?])
 }
 
 /// The numpy broadcast of shapes `a` and `b`.
