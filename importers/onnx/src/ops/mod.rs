@@ -62,6 +62,7 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("Constant", shape::constant),
     ("ConstantOfShape", shape::constant_of_shape),
     ("Conv", nn::conv),
+    ("ConvTranspose", nn::conv_transpose),
     ("Div", elementwise::arithmetic),
     ("Dropout", elementwise::identity),
     ("Einsum", linear::einsum),

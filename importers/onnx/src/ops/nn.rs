@@ -28,6 +28,11 @@ struct Window {
 /// input extents `input` (1 or 2 of them) and kernel extents `kernel`; 1-d values are
 /// placed on the second axis, the first being 1.
 fn window(node: &Node, input: &[u64], kernel: &[u64]) -> NodeResult<Window> {
+    window_padded(node, input, kernel, &node.string("auto_pad", "NOTSET"))
+}
+
+/// [`window`] with `auto_pad` given (a transposed convolution reads only the explicit pads).
+fn window_padded(node: &Node, input: &[u64], kernel: &[u64], auto_pad: &str) -> NodeResult<Window> {
     let n = input.len();
     let two = |values: Vec<i64>, name: &str, fill: i64| -> NodeResult<[u64; 2]> {
         if values.len() != n || values.iter().any(|&v| v < 0) {
@@ -56,8 +61,7 @@ fn window(node: &Node, input: &[u64], kernel: &[u64]) -> NodeResult<Window> {
     } else {
         [input[0], input[1]]
     };
-    let auto_pad = node.string("auto_pad", "NOTSET");
-    let pads = match auto_pad.as_str() {
+    let pads = match auto_pad {
         "NOTSET" => {
             let p = node.ints("pads").unwrap_or(vec![0; 2 * n]);
             if p.len() != 2 * n || p.iter().any(|&v| v < 0) {
@@ -429,4 +433,216 @@ pub fn lrn(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> 
     let base = g.binary("array.add", &bias, &scaled)?;
     let denominator = g.binary("array.pow", &base, &beta)?;
     Ok(vec![g.binary("array.div", &x, &denominator)?])
+}
+
+/// `ConvTranspose` as a convolution: the input spread out by the strides (zeros between its
+/// pixels), padded by the kernel's reach less the given padding (output padding at the end),
+/// convolved with the kernel reversed in space and its channel roles swapped; with groups,
+/// one such convolution per group on its channels, joined.
+pub fn conv_transpose(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let x = input(inputs, 0)?;
+    let w = input(inputs, 1)?;
+    let bias = inputs.get(2).cloned().flatten();
+    let (tx, tw) = (g.ty(&x), g.ty(&w));
+    if tx.rank() != tw.rank() || !(3..=4).contains(&tx.rank()) {
+        return unsupported(format!(
+            "ConvTranspose of {tx} with filter {tw} (tessera does 1-d and 2-d)"
+        ));
+    }
+    let group = node.int("group", 1);
+    let c = tx.shape[1];
+    if group < 1 || tw.shape[0] != c || c % group as u64 != 0 {
+        return invalid(format!(
+            "the filter {tw} in {group} group(s) does not fit the input's {c} channels"
+        ));
+    }
+    let group = group as u64;
+    if group == 1 {
+        return Ok(vec![transposed_conv(g, node, x, w, bias)?]);
+    }
+    let (cg, mg) = (c / group, tw.shape[1]);
+    let rank = tx.rank();
+    let mut parts = Vec::with_capacity(group as usize);
+    for k in 0..group {
+        let channels = |t: &TensorType, axis: usize, size: u64| {
+            let mut from = vec![0; t.rank()];
+            let mut to = t.shape.clone();
+            from[axis] = k * size;
+            to[axis] = (k + 1) * size;
+            (from, to)
+        };
+        let (from, to) = channels(&tx, 1, cg);
+        let xs = g.slice(&x, &from, &to, &vec![1; rank])?;
+        let (from, to) = channels(&tw, 0, cg);
+        let ws = g.slice(&w, &from, &to, &vec![1; rank])?;
+        let bs = match &bias {
+            Some(b) => Some(g.slice(b, &[k * mg], &[(k + 1) * mg], &[1])?),
+            None => None,
+        };
+        parts.push(transposed_conv(g, node, xs, ws, bs)?);
+    }
+    Ok(vec![g.op(
+        "array.concat",
+        &parts,
+        &[("axis", Attribute::Int(1))],
+        None,
+    )?])
+}
+
+/// One group's transposed convolution of NCHW (or `[N, C, L]`) `x` by `w` (`[C, M, kh, kw]`).
+fn transposed_conv(
+    g: &mut Graph,
+    node: &Node,
+    x: Val,
+    w: Val,
+    bias: Option<Val>,
+) -> NodeResult<Val> {
+    let (tx, tw) = (g.ty(&x), g.ty(&w));
+    let spatial = &tx.shape[2..];
+    let n = spatial.len();
+    let auto_pad = node.string("auto_pad", "NOTSET");
+    // The explicit pads; auto_pad means something else here (below).
+    let mut geometry = window_padded(node, spatial, &tw.shape[2..], "NOTSET")?;
+    let output_padding = match node.ints("output_padding") {
+        Some(p) if p.len() == n && p.iter().all(|&v| v >= 0) => {
+            p.iter().map(|&v| v as u64).collect()
+        }
+        Some(p) => {
+            return invalid(format!(
+                "output_padding {p:?} does not fit {n} spatial dimension(s)"
+            ))
+        }
+        None => vec![0; n],
+    };
+    // Output padding per 2-d axis (1-d values on the second).
+    let mut extra: [u64; 2] = if n == 1 {
+        [0, output_padding[0]]
+    } else {
+        [output_padding[0], output_padding[1]]
+    };
+    let input2 = if n == 1 {
+        [1, spatial[0]]
+    } else {
+        [spatial[0], spatial[1]]
+    };
+    let reach = |d: usize| (geometry.kernel[d] - 1) * geometry.dilations[d] + 1;
+    // The output size asked for (output_shape, or SAME's input x stride) fixes the padding.
+    let wanted: Option<Vec<u64>> = match (node.ints("output_shape"), auto_pad.as_str()) {
+        (Some(shape), _) => Some(shape.iter().map(|&v| v.max(0) as u64).collect()),
+        (None, "SAME_UPPER" | "SAME_LOWER") => Some(
+            spatial
+                .iter()
+                .zip(if n == 1 {
+                    &geometry.strides[1..]
+                } else {
+                    &geometry.strides[..]
+                })
+                .map(|(&i, &s)| i * s)
+                .collect(),
+        ),
+        (None, "NOTSET") => None,
+        (None, "VALID") => {
+            geometry.pads = [0; 4];
+            None
+        }
+        (None, other) => {
+            return invalid(format!(
+                "auto_pad '{other}' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER"
+            ))
+        }
+    };
+    if let Some(wanted) = wanted {
+        if wanted.len() != n {
+            return invalid(format!(
+                "output_shape {wanted:?} does not fit {n} spatial dimension(s)"
+            ));
+        }
+        for d in 0..2 {
+            let out = if n == 1 { [1, wanted[0]][d] } else { wanted[d] };
+            let full = geometry.strides[d] * (input2[d] - 1) + extra[d] + reach(d);
+            if out > full {
+                // Larger than the convolution makes: the rest is output padding.
+                extra[d] += out - full;
+                geometry.pads[d] = 0;
+                geometry.pads[d + 2] = 0;
+                continue;
+            }
+            let total = full - out;
+            let (begin, end) = if auto_pad == "SAME_UPPER" {
+                (total / 2, total - total / 2)
+            } else {
+                (total - total / 2, total / 2)
+            };
+            geometry.pads[d] = begin;
+            geometry.pads[d + 2] = end;
+        }
+    }
+    // Spread the NHWC input: [N, H, 1, W, 1, C] padded to [N, H, s, W, s, C], merged, cut.
+    let xt = to_nhwc(g, &x)?;
+    let t = g.ty(&xt).shape;
+    let (s0, s1) = (geometry.strides[0], geometry.strides[1]);
+    let mut spread = xt;
+    if s0 > 1 || s1 > 1 {
+        let apart = g.reshape(&spread, vec![t[0], t[1], 1, t[2], 1, t[3]])?;
+        let high = Attribute::List(
+            [0, 0, s0 - 1, 0, s1 - 1, 0]
+                .map(|v| Attribute::Int(v as i64))
+                .to_vec(),
+        );
+        let low = Attribute::List(vec![Attribute::Int(0); 6]);
+        let spaced = g.op("array.pad", &[apart], &[("low", low), ("high", high)], None)?;
+        let merged = g.reshape(&spaced, vec![t[0], t[1] * s0, t[2] * s1, t[3]])?;
+        let limit = [t[0], (t[1] - 1) * s0 + 1, (t[2] - 1) * s1 + 1, t[3]];
+        spread = g.slice(&merged, &[0; 4], &limit, &[1; 4])?;
+    }
+    // Pad by the reach less the padding (crop where the padding is larger).
+    let shape = g.ty(&spread).shape;
+    let mut low = [0i64; 4];
+    let mut high = [0i64; 4];
+    for d in 0..2 {
+        let r = reach(d) as i64 - 1;
+        low[d + 1] = r - geometry.pads[d] as i64;
+        high[d + 1] = r - geometry.pads[d + 2] as i64 + extra[d] as i64;
+    }
+    let from: Vec<u64> = low.iter().map(|&p| (-p).max(0) as u64).collect();
+    let to: Vec<u64> = (0..4)
+        .map(|d| (shape[d] as i64 + high[d].min(0)).max(from[d] as i64) as u64)
+        .collect();
+    let cropped = g.slice(&spread, &from, &to, &[1; 4])?;
+    let list = |v: &[i64]| Attribute::List(v.iter().map(|&p| Attribute::Int(p.max(0))).collect());
+    let padded = if low.iter().chain(&high).any(|&p| p > 0) {
+        g.op(
+            "array.pad",
+            &[cropped],
+            &[("low", list(&low)), ("high", list(&high))],
+            None,
+        )?
+    } else {
+        cropped
+    };
+    // The kernel [C, M, kh, kw] reversed in space, as HWCF [kh, kw, C, M].
+    let w4 = if tw.rank() == 3 {
+        g.reshape(&w, vec![tw.shape[0], tw.shape[1], 1, tw.shape[2]])?
+    } else {
+        w
+    };
+    let k4 = g.ty(&w4).shape;
+    let mut flipped = w4;
+    for axis in [2usize, 3] {
+        let reversed: Vec<f64> = (0..k4[axis]).rev().map(|i| i as f64).collect();
+        let ty = TensorType::new(vec![k4[axis]], ElementType::I64);
+        let order = g.constant(tessera::exec::tensor::Tensor::from_numbers(&ty, reversed));
+        flipped = g.op(
+            "array.gather",
+            &[flipped, order],
+            &[("axis", Attribute::Int(axis as i64))],
+            None,
+        )?;
+    }
+    let kernel = g.transpose(&flipped, &[2, 3, 0, 1])?;
+    let mut operands = vec![padded, kernel];
+    operands.extend(bias);
+    let attrs = [("dilations", ints(&geometry.dilations.map(|v| v as i64)))];
+    let y = g.op("nn.conv2d", &operands, &attrs, None)?;
+    from_nhwc(g, &y, tx.rank())
 }
