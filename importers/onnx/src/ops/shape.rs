@@ -1,6 +1,6 @@
 //! Ops that move data or compute shapes: `Reshape`, `Flatten`, `Transpose`, `Squeeze`,
 //! `Unsqueeze`, `Concat`, `Split`, `Slice`, `Gather`, `Expand`, `Tile`,
-//! `Pad` (constant mode), `Shape`, `Constant`, `ConstantOfShape`. Shapes are static, so
+//! `Pad`, `Shape`, `Constant`, `ConstantOfShape`. Shapes are static, so
 //! `Shape` is a constant and the chains built on it fold.
 
 use super::{axis_in, input, Inputs};
@@ -260,16 +260,26 @@ pub fn slice(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>
     let mut from = vec![0; rank];
     let mut to = ty.shape.clone();
     let mut stride = vec![1; rank];
+    // Axes walked backwards: the indices they visit, picked after the forward slice.
+    let mut backwards = Vec::new();
     for i in 0..starts.len() {
         let axis = axis_in(axes[i], rank)?;
         let dim = ty.shape[axis] as i64;
         let step = steps[i];
-        if step <= 0 {
-            return if step == 0 {
-                invalid("a step is 0")
-            } else {
-                unsupported("Slice with a negative step")
-            };
+        if step == 0 {
+            return invalid("a step is 0");
+        }
+        if step < 0 {
+            // ONNX clamps a backward start into [0, dim - 1] and its end into [-1, dim - 1].
+            let wrap = |v: i64| if v < 0 { v + dim } else { v };
+            let start = wrap(starts[i]).clamp(0, dim - 1);
+            let end = wrap(ends[i]).clamp(-1, dim - 1);
+            let visited: Vec<i64> = (0..)
+                .map(|k| start + k * step)
+                .take_while(|&j| j > end)
+                .collect();
+            backwards.push((axis, visited));
+            continue;
         }
         let clamp = |v: i64| if v < 0 { (v + dim).max(0) } else { v.min(dim) };
         let (s, e) = (clamp(starts[i]), clamp(ends[i]));
@@ -277,7 +287,25 @@ pub fn slice(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>
         to[axis] = e.max(s) as u64;
         stride[axis] = step as u64;
     }
-    Ok(vec![g.slice(&x, &from, &to, &stride)?])
+    let mut y = g.slice(&x, &from, &to, &stride)?;
+    for (axis, visited) in backwards {
+        y = pick(g, &y, axis, &visited)?;
+    }
+    Ok(vec![y])
+}
+
+/// `x` along `axis` at positions `indices` (constants): an `array.gather`.
+fn pick(g: &mut Graph, x: &Val, axis: usize, indices: &[i64]) -> NodeResult<Val> {
+    if indices.is_empty() || g.ty(x).shape[axis] == 0 {
+        let mut to = g.ty(x).shape;
+        to[axis] = 0;
+        let rank = to.len();
+        return g.slice(x, &vec![0; rank], &to, &vec![1; rank]);
+    }
+    let ty = TensorType::new(vec![indices.len() as u64], ElementType::I64);
+    let order = g.constant(Tensor::from_numbers(&ty, indices.iter().map(|&i| i as f64)));
+    let attrs = [("axis", Attribute::Int(axis as i64))];
+    g.op("array.gather", &[x.clone(), order], &attrs, None)
 }
 
 /// `Gather` along `axis`: `array.gather` (folded when data and indices are constants, as
@@ -363,16 +391,17 @@ pub fn tile(g: &mut Graph, _: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
     Ok(vec![x])
 }
 
-/// `Pad` in constant mode: `pads` (attribute before opset 11, input after) as
-/// `[begin..., end...]` over `axes` (opset 18), negative amounts slicing; the fill value.
+/// `Pad`: `pads` (attribute before opset 11, input after) as `[begin..., end...]` over `axes`
+/// (opset 18), negative amounts slicing; in constant mode the fill value, in edge, reflect
+/// and wrap modes the input's own elements (picked by `array.gather`).
 pub fn pad(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
     let x = input(inputs, 0)?;
     let ty = g.ty(&x);
     let rank = ty.rank();
     let mode = node.string("mode", "constant");
-    if mode != "constant" {
-        return unsupported(format!(
-            "Pad in mode '{mode}' (tessera pads with a constant)"
+    if !matches!(mode.as_str(), "constant" | "edge" | "reflect" | "wrap") {
+        return invalid(format!(
+            "mode '{mode}' is not constant, edge, reflect or wrap"
         ));
     }
     let (pads, value, axes) = if node.opset < 11 {
@@ -422,6 +451,32 @@ pub fn pad(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> 
     let cropped = g.slice(&x, &from, &to, &vec![1; rank])?;
     if low.iter().chain(&high).all(|&p| p <= 0) {
         return Ok(vec![cropped]);
+    }
+    if mode != "constant" {
+        // Edge, reflect and wrap read the input itself: per padded axis, its positions.
+        let mut y = cropped;
+        for d in 0..rank {
+            let (before, after) = (low[d].max(0), high[d].max(0));
+            if before == 0 && after == 0 {
+                continue;
+            }
+            let dim = g.ty(&y).shape[d] as i64;
+            if dim == 0 || (mode == "reflect" && (before >= dim || after >= dim)) {
+                return invalid(format!(
+                    "{mode} padding of {before} and {after} around dimension {d} of size {dim}"
+                ));
+            }
+            let source = |j: i64| match mode.as_str() {
+                "edge" => j.clamp(0, dim - 1),
+                "wrap" => j.rem_euclid(dim),
+                _ if j < 0 => -j,
+                _ if j >= dim => 2 * (dim - 1) - j,
+                _ => j,
+            };
+            let positions: Vec<i64> = (-before..dim + after).map(source).collect();
+            y = pick(g, &y, d, &positions)?;
+        }
+        return Ok(vec![y]);
     }
     let list = |v: &[i64]| Attribute::List(v.iter().map(|&p| Attribute::Int(p.max(0))).collect());
     let value = if ty.element.is_float() {
