@@ -7,7 +7,6 @@ use crate::elementwise::{Binary, BinaryKind, Cast, Compare, Select, Unary, Unary
 use crate::layout::{Broadcast, Concat, Gather, Pad, Reshape, Slice, Transpose};
 use crate::matmul::Matmul;
 use crate::reduce::{Argmax, Reduce, ReduceKind};
-use melior::ir::attribute::IntegerAttribute;
 use melior::ir::r#type::IntegerType;
 use melior::ir::{Type, Value};
 use tessera::attr::{Attribute as TsrAttribute, Scalar};
@@ -451,7 +450,6 @@ impl ConvertToMlir for Gather {
         let dim = x_ty.shape[axis] as i64;
         let e = &op.emit;
         let x = op.operands[0];
-        let context = e.context;
         let element = e.element_type(x_ty.element);
         let out = e.empty(result)?;
         let loops = result.rank();
@@ -469,21 +467,7 @@ impl ConvertToMlir for Gather {
             )],
             &vec![IteratorKind::Parallel; loops],
             |inner, args| {
-                let loop_index = |d: usize| {
-                    inner.append_value(
-                        inner
-                            .builder("linalg.index")
-                            .add_attributes(&[inner.named(
-                                "dim",
-                                IntegerAttribute::new(
-                                    IntegerType::new(context, 64).into(),
-                                    d as i64,
-                                )
-                                .into(),
-                            )])
-                            .add_results(&[inner.index_type()]),
-                    )
-                };
+                let loop_index = |d: usize| inner.loop_index(d);
                 // The index, clamped into [-dim, dim - 1], then counted from the end when
                 // negative: never outside x.
                 let k = inner.op("arith.index_cast", &[args[0]], inner.index_type())?;
@@ -694,19 +678,7 @@ impl ConvertToMlir for Argmax {
             &iterators,
             |inner, args| {
                 let (v, best, best_index) = (args[0], args[1], args[2]);
-                let position = inner.append_value(
-                    inner
-                        .builder("linalg.index")
-                        .add_attributes(&[inner.named(
-                            "dim",
-                            IntegerAttribute::new(
-                                IntegerType::new(context, 64).into(),
-                                axis as i64,
-                            )
-                            .into(),
-                        )])
-                        .add_results(&[inner.index_type()]),
-                )?;
+                let position = inner.loop_index(axis)?;
                 let position = inner.op(
                     "arith.index_cast",
                     &[position],

@@ -186,6 +186,16 @@ impl<'c, 'a> Emitter<'c, 'a> {
         )
     }
 
+    /// `linalg.index dim`: inside a linalg body, the position along loop `dim`.
+    pub fn loop_index(&self, dim: usize) -> ConvertResult<Value<'c, 'a>> {
+        let dim = IntegerAttribute::new(IntegerType::new(self.context, 64).into(), dim as i64);
+        self.append_value(
+            self.builder("linalg.index")
+                .add_attributes(&[self.named("dim", dim.into())])
+                .add_results(&[self.index_type()]),
+        )
+    }
+
     /// A tensor of `ty` filled with `value` (`linalg.fill` of a `tensor.empty`).
     pub fn fill(&self, ty: &TensorType, value: f64) -> ConvertResult<Value<'c, 'a>> {
         self.fill_scalar(ty, scalar_of(ty.element, value))
