@@ -9,7 +9,7 @@ use tessera::diag::render_all;
 use tessera::frontend::{decode, load};
 use tessera::ir::Module;
 use tessera::source::SourceFile;
-use tessera_onnx::{import_file, ImportOptions, Imported};
+use tessera_onnx::{import_file, ImportError, ImportOptions, Imported};
 
 /// A loaded model.
 pub struct Model {
@@ -64,8 +64,11 @@ pub fn import_onnx(
         source_name: format!("{} (imported)", path.display()),
         bound_inputs: BTreeMap::new(),
     };
-    import_file(path, &options, &registry())
-        .map_err(|e| format!("{tool}: error: {}: {e}", path.display()))
+    import_file(path, &options, &registry()).map_err(|e| match e {
+        // Reading errors name the file themselves.
+        ImportError::Read(_) => format!("{tool}: error: {e}"),
+        e => format!("{tool}: error: {}: {e}", path.display()),
+    })
 }
 
 /// The side file name an import of `path` refers to: its stem with `.safetensors`.

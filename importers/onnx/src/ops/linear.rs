@@ -106,6 +106,14 @@ fn term(text: &str) -> NodeResult<Vec<char>> {
     Ok(letters)
 }
 
+/// Where letter `c` stands in `letters` (an error, never a panic, if it does not).
+fn index_of(letters: &[char], c: char) -> NodeResult<usize> {
+    match letters.iter().position(|&l| l == c) {
+        Some(i) => Ok(i),
+        None => invalid(format!("index '{c}' is not among {letters:?}")),
+    }
+}
+
 /// `x` (indexed by `letters`) summed over the letters not in `keep`; the remaining letters.
 fn sum_out(g: &mut Graph, x: Val, letters: &[char], keep: &[char]) -> NodeResult<(Val, Vec<char>)> {
     let axes: Vec<i64> = (0..letters.len())
@@ -130,8 +138,8 @@ fn sum_out(g: &mut Graph, x: Val, letters: &[char], keep: &[char]) -> NodeResult
 fn arrange(g: &mut Graph, x: &Val, letters: &[char], order: &[char]) -> NodeResult<Val> {
     let perm: Vec<i64> = order
         .iter()
-        .map(|c| letters.iter().position(|l| l == c).expect("letter present") as i64)
-        .collect();
+        .map(|&c| index_of(letters, c).map(|i| i as i64))
+        .collect::<NodeResult<_>>()?;
     g.transpose(x, &perm)
 }
 
@@ -194,15 +202,15 @@ pub fn einsum(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val
             let free_a: Vec<char> = la.iter().copied().filter(|c| !both(c)).collect();
             let free_b: Vec<char> = lb.iter().copied().filter(|c| !both(c)).collect();
             let (ta, tb) = (g.ty(&xa), g.ty(&xb));
-            let size = |letters: &[char], of: &[char], shape: &[u64]| -> u64 {
-                letters
-                    .iter()
-                    .map(|c| shape[of.iter().position(|l| l == c).expect("letter present")])
-                    .product()
+            // The extent of index `c` in an operand indexed by `of` with `shape`.
+            let extent = |of: &[char], shape: &[u64], c: char| -> NodeResult<u64> {
+                Ok(shape[index_of(of, c)?])
             };
-            for c in batch.iter().chain(&contracted) {
-                let da = ta.shape[la.iter().position(|l| l == c).expect("in a")];
-                let db = tb.shape[lb.iter().position(|l| l == c).expect("in b")];
+            let size = |letters: &[char], of: &[char], shape: &[u64]| -> NodeResult<u64> {
+                letters.iter().map(|&c| extent(of, shape, c)).product()
+            };
+            for &c in batch.iter().chain(&contracted) {
+                let (da, db) = (extent(&la, &ta.shape, c)?, extent(&lb, &tb.shape, c)?);
                 if da != db {
                     return invalid(format!(
                         "index '{c}' is {da} in one operand and {db} in the other"
@@ -213,12 +221,12 @@ pub fn einsum(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val
             let order_b: Vec<char> = [&batch[..], &contracted, &free_b].concat();
             let pa = arrange(g, &xa, &la, &order_a)?;
             let pb = arrange(g, &xb, &lb, &order_b)?;
-            let nb = size(&batch, &la, &ta.shape);
+            let nb = size(&batch, &la, &ta.shape)?;
             let (m, k) = (
-                size(&free_a, &la, &ta.shape),
-                size(&contracted, &la, &ta.shape),
+                size(&free_a, &la, &ta.shape)?,
+                size(&contracted, &la, &ta.shape)?,
             );
-            let n = size(&free_b, &lb, &tb.shape);
+            let n = size(&free_b, &lb, &tb.shape)?;
             let ma = g.reshape(&pa, vec![nb, m, k])?;
             let mb = g.reshape(&pb, vec![nb, k, n])?;
             let product = g.op("array.matmul", &[ma, mb], &[], None)?;
@@ -229,9 +237,9 @@ pub fn einsum(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val
                 (&free_a, &la, &ta.shape),
                 (&free_b, &lb, &tb.shape),
             ] {
-                for c in group.iter() {
-                    dims.push(shape[of.iter().position(|l| l == c).expect("letter present")]);
-                    letters.push(*c);
+                for &c in group.iter() {
+                    dims.push(extent(of, shape, c)?);
+                    letters.push(c);
                 }
             }
             let y = g.reshape(&product, dims)?;
