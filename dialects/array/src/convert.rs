@@ -62,7 +62,7 @@ impl ConvertToMlir for Unary {
 
 impl ConvertToMlir for Binary {
     fn lowering(&self) -> &'static str {
-        "`linalg.generic` with broadcasting indexing maps (no broadcast is materialized); integer division guarded against traps"
+        "`linalg.generic` with broadcasting indexing maps (no broadcast is materialized); integer division and remainder guarded against traps"
     }
 
     fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
@@ -88,6 +88,8 @@ impl ConvertToMlir for Binary {
                 (BinaryKind::Min, true) => "arith.minimumf",
                 (BinaryKind::Min, false) => "arith.minsi",
                 (BinaryKind::Pow, _) => "math.powf",
+                (BinaryKind::Rem, true) => "arith.remf",
+                (BinaryKind::Rem, false) => return safe_remsi(e, a, b),
             };
             e.same(name, &[a, b])
         })?;
@@ -114,6 +116,24 @@ fn safe_divsi<'c, 'b>(
     let negated = e.same("arith.subi", &[zero, a])?;
     let by_minus_one = e.select(is_minus_one, negated, quotient)?;
     e.select(is_zero, zero, by_minus_one)
+}
+
+/// Signed remainder that never traps: `a rem 0` gives 0 (as the interpreter), and `MIN rem -1`
+/// gives 0 (the divisor -1 is replaced by 1, whose remainders are the same).
+fn safe_remsi<'c, 'b>(
+    e: &Emitter<'c, 'b>,
+    a: Value<'c, 'b>,
+    b: Value<'c, 'b>,
+) -> ConvertResult<Value<'c, 'b>> {
+    let zero = e.const_like(b, 0.0)?;
+    let one = e.const_like(b, 1.0)?;
+    let minus_one = e.const_like(b, -1.0)?;
+    let is_zero = e.compare(false, cmpi::EQ, b, zero)?;
+    let is_minus_one = e.compare(false, cmpi::EQ, b, minus_one)?;
+    let unsafe_divisor = e.same("arith.ori", &[is_zero, is_minus_one])?;
+    let divisor = e.select(unsafe_divisor, one, b)?;
+    let remainder = e.same("arith.remsi", &[a, divisor])?;
+    e.select(is_zero, zero, remainder)
 }
 
 impl ConvertToMlir for Compare {

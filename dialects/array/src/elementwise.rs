@@ -264,6 +264,8 @@ pub enum BinaryKind {
     Min,
     /// `pow`.
     Pow,
+    /// `rem`.
+    Rem,
 }
 
 /// A binary elementwise op with numpy broadcasting: the result has the broadcast shape and
@@ -358,6 +360,9 @@ pub static MIN: Binary = binary(
 );
 /// `lhs ^ rhs`.
 pub static POW: Binary = binary(BinaryKind::Pow, "pow", "Power, elementwise, with numpy broadcasting.", "`y = lhs ^ rhs` (floats only), broadcasting as `array.add`. A negative base with a non-integer exponent gives NaN.", FLOAT);
+
+/// `lhs rem rhs`.
+pub static REM: Binary = binary(BinaryKind::Rem, "rem", "Remainder of division, elementwise, with numpy broadcasting.", "`y = lhs - trunc(lhs / rhs) * rhs`: the remainder of division rounded toward zero, with the sign of `lhs` (C's `fmod` and `%`), broadcasting as `array.add`. A float remainder by zero is NaN; an integer remainder by zero has an unspecified result.", NUMERIC);
 
 /// `array.compare`: elementwise comparison to `i1`.
 pub struct Compare;

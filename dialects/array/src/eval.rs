@@ -235,14 +235,16 @@ fn binary_float(kind: BinaryKind, a: f64, b: f64) -> f64 {
         BinaryKind::Max => maximum(a, b),
         BinaryKind::Min => minimum(a, b),
         BinaryKind::Pow => a.powf(b),
+        BinaryKind::Rem => a % b,
     }
 }
 
 /// A binary op on integers, in i64 with wrapping (the caller wraps to the element type, which
 /// commutes with these operations modulo 2^bits); `None` for the float-only op.
 ///
-/// Division rounds toward zero. The docs leave division by zero unspecified: this interpreter
-/// returns 0 (and never traps). The minimum value divided by -1 wraps to the minimum value.
+/// Division rounds toward zero. The docs leave division (and remainder) by zero unspecified:
+/// this interpreter returns 0 (and never traps). The minimum value divided by -1 wraps to the
+/// minimum value; its remainder is 0.
 fn binary_int(kind: BinaryKind, a: i64, b: i64) -> Option<i64> {
     match kind {
         BinaryKind::Add => Some(a.wrapping_add(b)),
@@ -253,6 +255,8 @@ fn binary_int(kind: BinaryKind, a: i64, b: i64) -> Option<i64> {
         BinaryKind::Max => Some(a.max(b)),
         BinaryKind::Min => Some(a.min(b)),
         BinaryKind::Pow => None,
+        BinaryKind::Rem if b == 0 => Some(0),
+        BinaryKind::Rem => Some(a.wrapping_rem(b)),
     }
 }
 

@@ -36,6 +36,7 @@ static OPS: &[&dyn OpDef] = &[
     &elementwise::MAX,
     &elementwise::MIN,
     &elementwise::POW,
+    &elementwise::REM,
     &elementwise::COMPARE,
     &elementwise::SELECT,
     &elementwise::CAST,

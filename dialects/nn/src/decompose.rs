@@ -16,7 +16,7 @@ use tessera::ir::ValueId;
 use tessera::transforms::decompose::{Decompose, DecomposeError, DecomposeOp, GraphBuilder};
 use tessera::types::{ElementType, TensorType};
 use tessera_array::constant::CONSTANT;
-use tessera_array::elementwise::{ADD, DIV, ERF, EXP, LOG, MAX, MUL, NEG, RSQRT, SUB, TANH};
+use tessera_array::elementwise::{ADD, CAST, DIV, ERF, EXP, LOG, MAX, MUL, NEG, RSQRT, SUB, TANH};
 use tessera_array::layout::{CONCAT, PAD, RESHAPE, SLICE, TRANSPOSE};
 use tessera_array::matmul::MATMUL;
 use tessera_array::reduce::{REDUCE_MAX, REDUCE_MEAN, REDUCE_SUM};
@@ -63,6 +63,12 @@ impl Ops<'_, '_> {
     fn reshape(&mut self, x: ValueId, shape: Vec<u64>) -> Built {
         let ty = TensorType::new(shape, self.b.ty(x).element);
         self.b.op(&RESHAPE, &[x], &[], None, Some(ty))
+    }
+
+    /// `x` converted to `element`.
+    fn cast(&mut self, x: ValueId, element: ElementType) -> Built {
+        let ty = self.b.ty(x).with_element(element);
+        self.b.op(&CAST, &[x], &[], None, Some(ty))
     }
 
     fn element(&self, x: ValueId) -> ElementType {
@@ -127,7 +133,7 @@ impl Decompose for Dense {
 
 impl Decompose for Activation {
     fn lowering(&self) -> &'static str {
-        "`array` elementwise ops (`max`, `exp`, `div`, `erf`/`tanh`, ...); softmax and log_softmax subtract `reduce_max` before `exp`; softmax multiplies by the reciprocal of each sum"
+        "`array` elementwise ops (`max`, `exp`, `div`, `erf`/`tanh`, ...), in f32 for f16 and bf16 (rounded once); softmax and log_softmax subtract `reduce_max` before `exp`; softmax multiplies by the reciprocal of each sum"
     }
 
     fn decompose(
@@ -136,8 +142,20 @@ impl Decompose for Activation {
         op: &DecomposeOp<'_>,
     ) -> Result<Vec<ValueId>, DecomposeError> {
         let mut ops = Ops { b };
-        let x = op.operands[0];
-        let element = ops.element(x);
+        let given = op.operands[0];
+        let narrow = ops.element(given);
+        // f16 and bf16 activations are computed in f32 and rounded once, as the interpreter
+        // does: each step rounded to 8 or 11 bits would drift by several ulps (softmax's exp,
+        // sum, reciprocal and product). Relu is exact in any type.
+        let element = match self.kind {
+            ActivationKind::Relu => narrow,
+            _ => narrow.accumulator(),
+        };
+        let x = if element == narrow {
+            given
+        } else {
+            ops.cast(given, element)?
+        };
         let rank = ops.b.ty(x).rank();
         let result = match self.kind {
             ActivationKind::Relu => {
@@ -195,7 +213,10 @@ impl Decompose for Activation {
                 ops.binary(&SUB, shifted, log)?
             }
         };
-        Ok(vec![result])
+        if element == narrow {
+            return Ok(vec![result]);
+        }
+        Ok(vec![ops.cast(result, narrow)?])
     }
 }
 

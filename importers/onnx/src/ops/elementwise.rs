@@ -35,6 +35,25 @@ pub fn pow(g: &mut Graph, _: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
     Ok(vec![g.binary("array.pow", &base, &exponent)?])
 }
 
+/// `Mod`: the remainder with the divisor's sign (Python's `%`), or with `fmod` the dividend's
+/// (C's `fmod`, `array.rem`).
+pub fn modulo(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let (a, b) = (input(inputs, 0)?, input(inputs, 1)?);
+    let r = g.binary("array.rem", &a, &b)?;
+    if node.int("fmod", 0) != 0 {
+        return Ok(vec![r]);
+    }
+    let zero = g.scalar(0.0, g.ty(&r).element);
+    let nonzero = g.compare(&r, &zero, "ne")?;
+    let r_negative = g.compare(&r, &zero, "lt")?;
+    let b_negative = g.compare(&b, &zero, "lt")?;
+    let signs_differ = g.compare(&r_negative, &b_negative, "ne")?;
+    let no = g.scalar(0.0, ElementType::I1);
+    let adjust = g.select(&nonzero, &signs_differ, &no)?;
+    let shifted = g.binary("array.add", &r, &b)?;
+    Ok(vec![g.select(&adjust, &shifted, &r)?])
+}
+
 /// `Min`, `Max`, `Sum`, `Mean`: folded over any number of inputs.
 pub fn variadic(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
     let op = node.proto.op_type.as_str();

@@ -96,6 +96,7 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("MaxPool", nn::pool),
     ("Mean", elementwise::variadic),
     ("Min", elementwise::variadic),
+    ("Mod", elementwise::modulo),
     ("Mul", elementwise::arithmetic),
     ("Neg", elementwise::unary),
     ("Not", elementwise::logic),
