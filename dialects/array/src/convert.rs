@@ -4,7 +4,7 @@
 
 use crate::constant::Constant;
 use crate::elementwise::{Binary, BinaryKind, Cast, Compare, Select, Unary, UnaryKind};
-use crate::layout::{Broadcast, Concat, Gather, Pad, Reshape, Slice, Transpose};
+use crate::layout::{Broadcast, Concat, Gather, Pad, Reshape, Slice, TakeAlong, Transpose};
 use crate::matmul::Matmul;
 use crate::reduce::{Argmax, Reduce, ReduceKind};
 use melior::ir::r#type::IntegerType;
@@ -488,18 +488,7 @@ impl ConvertToMlir for Gather {
             &vec![IteratorKind::Parallel; loops],
             |inner, args| {
                 let loop_index = |d: usize| inner.loop_index(d);
-                // The index, clamped into [-dim, dim - 1], then counted from the end when
-                // negative: never outside x.
-                let k = inner.op("arith.index_cast", &[args[0]], inner.index_type())?;
-                let low = inner.index_const(-dim)?;
-                let high = inner.index_const(dim - 1)?;
-                let k = inner.same("arith.maxsi", &[k, low])?;
-                let k = inner.same("arith.minsi", &[k, high])?;
-                let zero = inner.index_const(0)?;
-                let negative = inner.compare(false, cmpi::SLT, k, zero)?;
-                let size = inner.index_const(dim)?;
-                let wrapped = inner.same("arith.addi", &[k, size])?;
-                let k = inner.select(negative, wrapped, k)?;
+                let k = clamped_index(inner, args[0], dim)?;
                 let mut at = Vec::with_capacity(x_ty.rank());
                 for d in 0..x_ty.rank() {
                     at.push(match d {
@@ -508,17 +497,94 @@ impl ConvertToMlir for Gather {
                         d => loop_index(d + q - 1)?,
                     });
                 }
-                let value = inner.append_value(
-                    inner
-                        .builder("tensor.extract")
-                        .add_operands(&[x])
-                        .add_operands(&at)
-                        .add_results(&[element]),
-                )?;
-                Ok(vec![value])
+                Ok(vec![extract(inner, x, &at, element)?])
             },
         )?;
         Ok(results)
+    }
+}
+
+/// The element of tensor `x` at `at` (`index` values), of MLIR type `element`.
+fn extract<'c, 'b>(
+    inner: &Emitter<'c, 'b>,
+    x: Value<'c, '_>,
+    at: &[Value<'c, 'b>],
+    element: Type<'c>,
+) -> ConvertResult<Value<'c, 'b>> {
+    inner.append_value(
+        inner
+            .builder("tensor.extract")
+            .add_operands(&[x])
+            .add_operands(at)
+            .add_results(&[element]),
+    )
+}
+
+/// Index `raw` (an integer) on an axis of size `dim` as an `index`: clamped into
+/// `[-dim, dim - 1]`, then counted from the end when negative, so never outside the axis.
+fn clamped_index<'c, 'b>(
+    inner: &Emitter<'c, 'b>,
+    raw: Value<'c, 'b>,
+    dim: i64,
+) -> ConvertResult<Value<'c, 'b>> {
+    let k = inner.op("arith.index_cast", &[raw], inner.index_type())?;
+    let low = inner.index_const(-dim)?;
+    let high = inner.index_const(dim - 1)?;
+    let k = inner.same("arith.maxsi", &[k, low])?;
+    let k = inner.same("arith.minsi", &[k, high])?;
+    let zero = inner.index_const(0)?;
+    let negative = inner.compare(false, cmpi::SLT, k, zero)?;
+    let size = inner.index_const(dim)?;
+    let wrapped = inner.same("arith.addi", &[k, size])?;
+    inner.select(negative, wrapped, k)
+}
+
+impl ConvertToMlir for TakeAlong {
+    fn lowering(&self) -> &'static str {
+        "`linalg.generic` over the result reading its index from `indices` (clamped, negative wrapped) and the element with `tensor.extract`"
+    }
+
+    fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
+        let x_ty = op.operand_types[0];
+        let result = op.result();
+        let rank = x_ty.rank() as i64;
+        let axis =
+            op.attr("axis")
+                .and_then(|a| a.as_int())
+                .map_or(0, |a| if a < 0 { a + rank } else { a }) as usize;
+        let dim = x_ty.shape[axis] as i64;
+        let e = &op.emit;
+        let x = op.operands[0];
+        let element = e.element_type(x_ty.element);
+        let out = e.empty(result)?;
+        let loops = result.rank();
+        e.generic(
+            &[Indexed {
+                value: op.operands[1],
+                map: identity(loops),
+            }],
+            &[(
+                Indexed {
+                    value: out,
+                    map: identity(loops),
+                },
+                result,
+            )],
+            &vec![IteratorKind::Parallel; loops],
+            |inner, args| {
+                let k = clamped_index(inner, args[0], dim)?;
+                let at = (0..loops)
+                    .map(|d| {
+                        if d == axis {
+                            Ok(k)
+                        } else {
+                            inner.loop_index(d)
+                        }
+                    })
+                    .collect::<ConvertResult<Vec<_>>>()?;
+                Ok(vec![extract(inner, x, &at, element)?])
+            },
+        )
     }
 }
 

@@ -3,7 +3,7 @@
 
 use crate::constant::Constant;
 use crate::elementwise::{Binary, BinaryKind, Cast, Compare, Select, Unary, UnaryKind};
-use crate::layout::{Broadcast, Concat, Gather, Pad, Reshape, Slice, Transpose};
+use crate::layout::{Broadcast, Concat, Gather, Pad, Reshape, Slice, TakeAlong, Transpose};
 use crate::matmul::Matmul;
 use crate::reduce::{Argmax, Reduce, ReduceKind};
 use tessera::attr::{Attribute, DenseValue, Scalar};
@@ -517,10 +517,7 @@ impl Evaluate for Gather {
         let pick_strides = row_major_strides(&indices.ty.shape);
         let mut positions = Vec::with_capacity(element_count(&ty.shape));
         for_each_index(&ty.shape, |i| {
-            let pick = position(&i[axis..axis + q], &pick_strides);
-            // Clamped into [-dim, dim - 1], negative counted from the end.
-            let k = picks[pick].clamp(-dim, dim - 1);
-            let k = if k < 0 { k + dim } else { k } as usize;
+            let k = clamped_index(picks[position(&i[axis..axis + q], &pick_strides)], dim);
             let at = (0..rank)
                 .map(|d| {
                     let coordinate = match d {
@@ -530,6 +527,38 @@ impl Evaluate for Gather {
                     };
                     coordinate * strides[d]
                 })
+                .sum();
+            positions.push(at);
+        });
+        one(gather(x, ty, &positions)?)
+    }
+}
+
+/// Index `k` on an axis of size `dim`: clamped into `[-dim, dim - 1]`, negative counted from
+/// the end (as `array.gather` and `array.take_along` define it).
+fn clamped_index(k: i64, dim: i64) -> usize {
+    let k = k.clamp(-dim, dim - 1);
+    (if k < 0 { k + dim } else { k }) as usize
+}
+
+impl Evaluate for TakeAlong {
+    fn evaluate(&self, ctx: &EvalContext<'_>) -> Result<Vec<Tensor>, EvalError> {
+        let (x, indices) = (ctx.operand(0)?, ctx.operand(1)?);
+        let ty = ctx.result_type(0)?;
+        let TensorData::Int(picks) = &indices.data else {
+            return Err(unverified("indices that are not integers"));
+        };
+        let axis = normalize_axis(ctx.int("axis")?, x.ty.rank())
+            .ok_or_else(|| unverified("an axis out of range"))?;
+        let dim = x.ty.shape[axis] as i64;
+        let strides = row_major_strides(&x.ty.shape);
+        let mut positions = Vec::with_capacity(picks.len());
+        let mut p = 0;
+        for_each_index(&ty.shape, |i| {
+            let k = clamped_index(picks[p], dim);
+            p += 1;
+            let at = (0..i.len())
+                .map(|d| if d == axis { k } else { i[d] } * strides[d])
                 .sum();
             positions.push(at);
         });

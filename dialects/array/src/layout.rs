@@ -345,6 +345,68 @@ impl OpDef for Gather {
     }
 }
 
+/// `array.take_along`.
+pub struct TakeAlong;
+
+/// Elements picked along an axis, one index per result element.
+pub static TAKE_ALONG: TakeAlong = TakeAlong;
+
+static TAKE_ALONG_SCHEMA: OpSchema = OpSchema {
+    dialect: "array",
+    name: "take_along",
+    summary: "Elements of `x` picked along `axis` by an index per result element (numpy's `take_along_axis`, ONNX's `GatherElements`).",
+    description: "`y[i] = x[i with i[axis] replaced by indices[i]]`; `y` has the shape of `indices`, which has the rank of `x` and, on every other axis, at most its size. A negative index counts from the end (`-1` is the last); an index outside `[-dim, dim - 1]` is clamped into it, so compiled code never reads outside `x` (ONNX and numpy call such an index an error).",
+    operands: &[
+        OperandSpec { name: "x", arity: Arity::One, doc: "any shape, rank >= 1, the indexed axis not empty" },
+        OperandSpec { name: "indices", arity: Arity::One, doc: "the rank of `x`, `i32` or `i64`" },
+    ],
+    literal: None,
+    attrs: &[AttrSpec { name: "axis", kind: AttrKind::Int, default: AttrDefault::Value(DefaultValue::Int(0)), doc: "the indexed axis; negative counts from the end" }],
+    results: 1,
+    result_type_required: false,
+};
+
+impl OpDef for TakeAlong {
+    fn converter(&self) -> Option<&dyn ConvertToMlir> {
+        Some(self)
+    }
+
+    fn schema(&self) -> &OpSchema {
+        &TAKE_ALONG_SCHEMA
+    }
+
+    fn infer(&self, ctx: &mut InferContext<'_>) -> Option<Vec<TensorType>> {
+        let (x, indices) = (ctx.operand(0).clone(), ctx.operand(1).clone());
+        if !matches!(indices.element, ElementType::I32 | ElementType::I64) {
+            ctx.operand_error(
+                1,
+                format!(
+                    "operand 'indices' must have i32 or i64 elements, but has {}",
+                    indices.element
+                ),
+            )?;
+        }
+        let axis = ctx.axis("axis", x.rank())?;
+        if x.shape[axis] == 0 {
+            ctx.operand_error(
+                0,
+                format!("operand 'x' has an empty axis {axis}: nothing to take"),
+            )?;
+        }
+        let fits = indices.rank() == x.rank()
+            && (0..x.rank()).all(|d| d == axis || indices.shape[d] <= x.shape[d]);
+        if !fits {
+            ctx.operand_error(
+                1,
+                format!(
+                    "operand 'indices' ({indices}) must have the rank of 'x' ({x}) and, off axis {axis}, no larger dimensions"
+                ),
+            )?;
+        }
+        Some(vec![TensorType::new(indices.shape.clone(), x.element)])
+    }
+}
+
 /// Requires the padding value to be representable in `element`: an integer in range for
 /// integer types (0 or 1 for `i1`), a number that does not overflow for float types.
 fn check_pad_value(ctx: &mut InferContext<'_>, element: ElementType) -> Option<()> {

@@ -47,6 +47,7 @@ static OPS: &[&dyn OpDef] = &[
     &layout::CONCAT,
     &layout::SLICE,
     &layout::GATHER,
+    &layout::TAKE_ALONG,
     &layout::PAD,
     &reduce::REDUCE_SUM,
     &reduce::REDUCE_MAX,

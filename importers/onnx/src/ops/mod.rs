@@ -4,6 +4,7 @@
 
 mod elementwise;
 mod linear;
+mod loss;
 mod nn;
 mod reduce;
 mod shape;
@@ -74,6 +75,7 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("Flatten", shape::flatten),
     ("Floor", elementwise::unary),
     ("Gather", shape::gather),
+    ("GatherElements", shape::gather_elements),
     ("Gelu", elementwise::gelu),
     ("Gemm", linear::gemm),
     ("GlobalAveragePool", nn::global_pool),
@@ -97,6 +99,7 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("Mean", elementwise::variadic),
     ("Min", elementwise::variadic),
     ("Mod", elementwise::modulo),
+    ("NegativeLogLikelihoodLoss", loss::negative_log_likelihood),
     ("Mul", elementwise::arithmetic),
     ("Neg", elementwise::unary),
     ("Not", elementwise::logic),
@@ -122,6 +125,7 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("Size", shape::size),
     ("Slice", shape::slice),
     ("Softmax", elementwise::softmax),
+    ("SoftmaxCrossEntropyLoss", loss::softmax_cross_entropy),
     ("Split", shape::split),
     ("Sqrt", elementwise::unary),
     ("Squeeze", shape::squeeze),

@@ -332,6 +332,29 @@ pub fn gather(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val
     )?])
 }
 
+/// `GatherElements`: `array.take_along`; constant indices are checked to be in range.
+pub fn gather_elements(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let data = input(inputs, 0)?;
+    let indices = input(inputs, 1)?;
+    let ty = g.ty(&data);
+    let axis = axis_in(node.int("axis", 0), ty.rank())?;
+    let dim = ty.shape[axis] as i64;
+    if let Ok(picks) = g.ints(&indices, "the indices input") {
+        if let Some(&i) = picks.iter().find(|&&i| i < -dim || i >= dim) {
+            return invalid(format!(
+                "index {i} is out of range for dimension {axis} of {ty}"
+            ));
+        }
+    }
+    let attrs = [("axis", Attribute::Int(axis as i64))];
+    Ok(vec![g.op(
+        "array.take_along",
+        &[data, indices],
+        &attrs,
+        None,
+    )?])
+}
+
 /// The numpy broadcast of shapes `a` and `b`.
 fn broadcast_shapes(a: &[u64], b: &[u64]) -> NodeResult<Vec<u64>> {
     let rank = a.len().max(b.len());
