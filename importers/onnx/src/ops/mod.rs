@@ -2,6 +2,7 @@
 //! the op from tessera ops through [`Graph`], so every imported op is checked by the same
 //! shape rules as text.
 
+mod attention;
 mod elementwise;
 mod linear;
 mod loss;
@@ -53,6 +54,7 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("And", elementwise::logic),
     ("ArgMax", reduce::argmax),
     ("ArgMin", reduce::argmax),
+    ("Attention", attention::attention),
     ("AveragePool", nn::pool),
     ("BatchNormalization", nn::batch_norm),
     ("Cast", elementwise::cast),
