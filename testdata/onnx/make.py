@@ -15,7 +15,7 @@ this script says how they were made.
   batch N symbolic; conv_net_x.npy an input of batch 2 and conv_net_y.npy ONNX Runtime's
   output for it (needs onnxruntime: bench/.venv has it).
 - unsupported.onnx: a graph with two ops tessera does not import (a custom-domain op and
-  Mod) between supported ones, for the all-at-once error.
+  Unique) between supported ones, for the all-at-once error.
 """
 
 import os
@@ -94,7 +94,7 @@ def unsupported():
     nodes = [
         helper.make_node("Relu", ["x"], ["r"], name="relu"),
         helper.make_node("Swizzle", ["r"], ["s"], name="swizzle", domain="com.example"),
-        helper.make_node("Mod", ["r", "w"], ["t"], name="modulo", fmod=1),
+        helper.make_node("Unique", ["r"], ["t"], name="unique"),
         helper.make_node("Add", ["s", "t"], ["y"], name="add"),
     ]
     w = numpy_helper.from_array(np.ones((2, 2, 1, 1), dtype=np.float32), "w")

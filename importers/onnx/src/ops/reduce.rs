@@ -91,12 +91,6 @@ pub fn reduce(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val
 /// `ArgMax` and `ArgMin` (the maximum of `-x`, or of `-1 - x` for integers, which cannot
 /// overflow) along `axis`, the first one; `keepdims` keeps the axis as size 1.
 pub fn argmax(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
-    if node.int("select_last_index", 0) != 0 {
-        return unsupported(format!(
-            "{} with select_last_index (tessera returns the first extremum)",
-            node.proto.op_type
-        ));
-    }
     let mut x = input(inputs, 0)?;
     let ty = g.ty(&x);
     if node.proto.op_type == "ArgMin" {
@@ -114,12 +108,23 @@ pub fn argmax(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val
         return invalid("ArgMax of a scalar");
     }
     let axis = axis_in(node.int("axis", 0), ty.rank())?;
-    let y = g.op(
+    // The last extremum is the first one of the axis walked backwards.
+    let last = node.int("select_last_index", 0) != 0;
+    let n = ty.shape[axis] as i64;
+    if last {
+        let backwards: Vec<i64> = (0..n).rev().collect();
+        x = super::shape::pick(g, &x, axis, &backwards)?;
+    }
+    let mut y = g.op(
         "array.argmax",
         &[x],
         &[("axis", Attribute::Int(axis as i64))],
         None,
     )?;
+    if last {
+        let end = g.scalar((n - 1) as f64, g.ty(&y).element);
+        y = g.binary("array.sub", &end, &y)?;
+    }
     if node.int("keepdims", 1) == 0 {
         return Ok(vec![y]);
     }

@@ -295,7 +295,7 @@ pub fn slice(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>
 }
 
 /// `x` along `axis` at positions `indices` (constants): an `array.gather`.
-fn pick(g: &mut Graph, x: &Val, axis: usize, indices: &[i64]) -> NodeResult<Val> {
+pub(super) fn pick(g: &mut Graph, x: &Val, axis: usize, indices: &[i64]) -> NodeResult<Val> {
     if indices.is_empty() || g.ty(x).shape[axis] == 0 {
         let mut to = g.ty(x).shape;
         to[axis] = 0;
