@@ -47,8 +47,8 @@ pub fn activation(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec
         }
         "Softplus" => softplus_of(g, &x)?,
         "Selu" => {
-            let alpha = node.float("alpha", 1.673_263_192_176_818_8);
-            let gamma = node.float("gamma", 1.050_701_022_148_132_3);
+            let alpha = node.float("alpha", 1.673_263_2);
+            let gamma = node.float("gamma", 1.050_701);
             let elu = exponential_below_zero(g, &x, alpha)?;
             let k = g.scalar(gamma, element);
             g.binary("array.mul", &k, &elu)?
