@@ -166,7 +166,7 @@ impl Scalar {
     /// Canonical text of this element in a tensor of `element` type.
     pub fn display(self, element: ElementType) -> String {
         match self {
-            Scalar::Int(v) => v.to_string(),
+            Scalar::Int(v) => element.int_value(v).to_string(),
             Scalar::Float(v) => format_float(v, element),
             Scalar::Bool(v) => v.to_string(),
         }

@@ -17,10 +17,20 @@ pub enum ElementType {
     I1,
     /// Signed 8-bit integer.
     I8,
+    /// Signed 16-bit integer.
+    I16,
     /// Signed 32-bit integer.
     I32,
     /// Signed 64-bit integer.
     I64,
+    /// Unsigned 8-bit integer.
+    U8,
+    /// Unsigned 16-bit integer.
+    U16,
+    /// Unsigned 32-bit integer.
+    U32,
+    /// Unsigned 64-bit integer.
+    U64,
 }
 
 /// What kind of numbers an element type holds.
@@ -28,7 +38,7 @@ pub enum ElementType {
 pub enum ElementClass {
     /// A floating-point type.
     Float,
-    /// A signed integer type.
+    /// An integer type, signed or unsigned.
     Int,
     /// `i1`.
     Bool,
@@ -36,15 +46,20 @@ pub enum ElementClass {
 
 impl ElementType {
     /// Every element type, in the order the language reference lists them.
-    pub const ALL: [ElementType; 8] = [
+    pub const ALL: [ElementType; 13] = [
         ElementType::F32,
         ElementType::F64,
         ElementType::F16,
         ElementType::BF16,
         ElementType::I1,
         ElementType::I8,
+        ElementType::I16,
         ElementType::I32,
         ElementType::I64,
+        ElementType::U8,
+        ElementType::U16,
+        ElementType::U32,
+        ElementType::U64,
     ];
 
     /// The keyword (`f32`, `i1`, ...).
@@ -56,8 +71,13 @@ impl ElementType {
             ElementType::BF16 => "bf16",
             ElementType::I1 => "i1",
             ElementType::I8 => "i8",
+            ElementType::I16 => "i16",
             ElementType::I32 => "i32",
             ElementType::I64 => "i64",
+            ElementType::U8 => "ui8",
+            ElementType::U16 => "ui16",
+            ElementType::U32 => "ui32",
+            ElementType::U64 => "ui64",
         }
     }
 
@@ -73,7 +93,57 @@ impl ElementType {
                 ElementClass::Float
             }
             ElementType::I1 => ElementClass::Bool,
-            ElementType::I8 | ElementType::I32 | ElementType::I64 => ElementClass::Int,
+            ElementType::I8
+            | ElementType::I16
+            | ElementType::I32
+            | ElementType::I64
+            | ElementType::U8
+            | ElementType::U16
+            | ElementType::U32
+            | ElementType::U64 => ElementClass::Int,
+        }
+    }
+
+    /// True for the unsigned integer types (`ui8` ... `ui64`).
+    pub fn is_unsigned(self) -> bool {
+        matches!(
+            self,
+            ElementType::U8 | ElementType::U16 | ElementType::U32 | ElementType::U64
+        )
+    }
+
+    /// The lowest and highest value of this integer type (`i1`: 0 and 1; float types: the
+    /// `i64` range).
+    pub fn int_bounds(self) -> (i128, i128) {
+        let bits = self.bit_width();
+        match self.class() {
+            ElementClass::Bool => (0, 1),
+            ElementClass::Int if self.is_unsigned() => (0, (1i128 << bits) - 1),
+            ElementClass::Int => (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1),
+            ElementClass::Float => (i64::MIN.into(), i64::MAX.into()),
+        }
+    }
+
+    /// The number a stored integer of this type stands for. Integers are stored as `i64`:
+    /// every type's values as themselves, except `ui64`'s upper half, stored as the `i64`
+    /// with the same bits.
+    pub fn int_value(self, stored: i64) -> i128 {
+        match self {
+            ElementType::U64 => i128::from(stored as u64),
+            _ => i128::from(stored),
+        }
+    }
+
+    /// `value` reduced modulo 2^bits into this integer type, stored as `int_value` reads it
+    /// (two's complement for signed types).
+    pub fn wrap_int(self, value: i128) -> i64 {
+        let bits = self.bit_width();
+        let low = value as i64;
+        match self.class() {
+            ElementClass::Bool => low & 1,
+            _ if bits == 64 => low,
+            _ if self.is_unsigned() => low & ((1i64 << bits) - 1),
+            _ => (low << (64 - bits)) >> (64 - bits),
         }
     }
 
@@ -95,10 +165,10 @@ impl ElementType {
     pub fn bit_width(self) -> u32 {
         match self {
             ElementType::I1 => 1,
-            ElementType::I8 => 8,
-            ElementType::F16 | ElementType::BF16 => 16,
-            ElementType::F32 | ElementType::I32 => 32,
-            ElementType::F64 | ElementType::I64 => 64,
+            ElementType::I8 | ElementType::U8 => 8,
+            ElementType::F16 | ElementType::BF16 | ElementType::I16 | ElementType::U16 => 16,
+            ElementType::F32 | ElementType::I32 | ElementType::U32 => 32,
+            ElementType::F64 | ElementType::I64 | ElementType::U64 => 64,
         }
     }
 }

@@ -47,7 +47,7 @@ pub fn decode(ty: &TensorType, bytes: &[u8]) -> Tensor {
     let chunks = bytes.chunks_exact(element_bytes(element));
     let data = match element.class() {
         ElementClass::Float => TensorData::Float(chunks.map(|c| read_float(element, c)).collect()),
-        ElementClass::Int => TensorData::Int(chunks.map(read_int).collect()),
+        ElementClass::Int => TensorData::Int(chunks.map(|c| read_int(element, c)).collect()),
         ElementClass::Bool => TensorData::Bool(chunks.map(|c| c[0] & 1 != 0).collect()),
     };
     Tensor {
@@ -62,7 +62,7 @@ pub fn scalar_at(element: ElementType, bytes: &[u8], index: usize) -> Scalar {
     let chunk = &bytes[index * width..(index + 1) * width];
     match element.class() {
         ElementClass::Float => Scalar::Float(read_float(element, chunk)),
-        ElementClass::Int => Scalar::Int(read_int(chunk)),
+        ElementClass::Int => Scalar::Int(read_int(element, chunk)),
         ElementClass::Bool => Scalar::Bool(chunk[0] & 1 != 0),
     }
 }
@@ -77,15 +77,12 @@ fn read_float(element: ElementType, c: &[u8]) -> f64 {
     }
 }
 
-/// The integer one element's little-endian bytes hold, sign-extended from its width.
-fn read_int(c: &[u8]) -> i64 {
-    let mut bytes = if c[c.len() - 1] & 0x80 != 0 {
-        [0xff; 8]
-    } else {
-        [0; 8]
-    };
+/// The integer one element's little-endian bytes hold, as `element` stores it (signed
+/// types sign-extended from their width, unsigned ones zero-extended).
+fn read_int(element: ElementType, c: &[u8]) -> i64 {
+    let mut bytes = [0; 8];
     bytes[..c.len()].copy_from_slice(c);
-    i64::from_le_bytes(bytes)
+    element.wrap_int(i128::from(i64::from_le_bytes(bytes)))
 }
 
 #[cfg(test)]
@@ -94,19 +91,11 @@ mod tests {
 
     #[test]
     fn every_element_type_round_trips() {
-        for element in [
-            ElementType::F32,
-            ElementType::F64,
-            ElementType::F16,
-            ElementType::BF16,
-            ElementType::I8,
-            ElementType::I32,
-            ElementType::I64,
-            ElementType::I1,
-        ] {
+        for element in ElementType::ALL {
             let ty = TensorType::new(vec![3], element);
             let values = match element.class() {
                 ElementClass::Float => vec![1.5, -0.25, 3.0],
+                ElementClass::Int if element.is_unsigned() => vec![250.0, 0.0, 3.0],
                 ElementClass::Int => vec![-4.0, 0.0, 3.0],
                 ElementClass::Bool => vec![1.0, 0.0, 1.0],
             };

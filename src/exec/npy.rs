@@ -7,9 +7,9 @@
 //! bf16, as is `|V2` and a `bfloat16` descr), and bf16 tensors are written as `<V2`; NumPy
 //! reads them back with `np.load(path).view(ml_dtypes.bfloat16)`.
 
+use crate::exec::bytes::{self, element_bytes};
 use crate::exec::tensor::{Tensor, TensorData};
 use crate::types::{ElementType, TensorType};
-use half::{bf16, f16};
 use std::fmt;
 
 /// The magic string that starts every `.npy` file.
@@ -19,13 +19,18 @@ const MAGIC: &[u8; 6] = b"\x93NUMPY";
 const ALIGN: usize = 64;
 
 /// The dtypes read and written, with their element types.
-const DTYPES: [(&str, ElementType); 10] = [
+const DTYPES: [(&str, ElementType); 15] = [
     ("<f2", ElementType::F16),
     ("<f4", ElementType::F32),
     ("<f8", ElementType::F64),
     ("|i1", ElementType::I8),
+    ("<i2", ElementType::I16),
     ("<i4", ElementType::I32),
     ("<i8", ElementType::I64),
+    ("|u1", ElementType::U8),
+    ("<u2", ElementType::U16),
+    ("<u4", ElementType::U32),
+    ("<u8", ElementType::U64),
     ("|b1", ElementType::I1),
     ("<V2", ElementType::BF16),
     ("|V2", ElementType::BF16),
@@ -33,7 +38,7 @@ const DTYPES: [(&str, ElementType); 10] = [
 ];
 
 /// The supported dtypes, for messages.
-const SUPPORTED: &str = "'<f2' (f16), '<f4' (f32), '<f8' (f64), '|i1' (i8), '<i4' (i32), '<i8' (i64), '|b1' (bool), '<V2' (bf16, as ml_dtypes writes it)";
+const SUPPORTED: &str = "'<f2' (f16), '<f4' (f32), '<f8' (f64), '|i1' (i8), '<i2' (i16), '<i4' (i32), '<i8' (i64), '|u1' (ui8), '<u2' (ui16), '<u4' (ui32), '<u8' (ui64), '|b1' (bool), '<V2' (bf16, as ml_dtypes writes it)";
 
 /// Why bytes are not a readable `.npy` file, or a tensor cannot be written as one.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -187,7 +192,7 @@ pub fn write_npy(tensor: &Tensor) -> Result<Vec<u8>, NpyError> {
     out.extend_from_slice(dict.as_bytes());
     out.resize(out.len() + padding, b' ');
     out.push(b'\n');
-    encode(element, &tensor.data, &mut out);
+    out.extend(bytes::encode(tensor));
     Ok(out)
 }
 
@@ -198,12 +203,7 @@ fn malformed(message: impl Into<String>) -> NpyError {
 
 /// Bytes per element of `element` in a `.npy` file.
 fn item_size(element: ElementType) -> u64 {
-    match element {
-        ElementType::I1 | ElementType::I8 => 1,
-        ElementType::F16 | ElementType::BF16 => 2,
-        ElementType::F32 | ElementType::I32 => 4,
-        ElementType::F64 | ElementType::I64 => 8,
-    }
+    element_bytes(element) as u64
 }
 
 /// A shape as Python writes a tuple: `()`, `(5,)`, `(2, 3)`.
@@ -218,76 +218,23 @@ fn shape_tuple(shape: &[u64]) -> String {
     }
 }
 
-/// Little-endian elements of `element` to host data (lengths already checked).
+/// Little-endian elements of `element` to host data (lengths already checked); a boolean
+/// byte other than 0 or 1 is an error.
 fn decode(element: ElementType, data: &[u8]) -> Result<TensorData, NpyError> {
-    fn chunks<const N: usize>(data: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
-        data.chunks_exact(N).map(|c| {
-            let mut bytes = [0; N];
-            bytes.copy_from_slice(c);
-            bytes
-        })
+    if element != ElementType::I1 {
+        let count = (data.len() / element_bytes(element)) as u64;
+        return Ok(bytes::decode(&TensorType::new(vec![count], element), data).data);
     }
-    Ok(match element {
-        ElementType::F16 => TensorData::Float(
-            chunks(data)
-                .map(|b| f16::from_bits(u16::from_le_bytes(b)).to_f64())
-                .collect(),
-        ),
-        ElementType::F32 => TensorData::Float(
-            chunks(data)
-                .map(|b| f64::from(f32::from_le_bytes(b)))
-                .collect(),
-        ),
-        ElementType::F64 => TensorData::Float(chunks(data).map(f64::from_le_bytes).collect()),
-        ElementType::BF16 => TensorData::Float(
-            chunks(data)
-                .map(|b| f64::from(f32::from_bits(u32::from(u16::from_le_bytes(b)) << 16)))
-                .collect(),
-        ),
-        ElementType::I8 => TensorData::Int(data.iter().map(|&b| i64::from(b as i8)).collect()),
-        ElementType::I32 => TensorData::Int(
-            chunks(data)
-                .map(|b| i64::from(i32::from_le_bytes(b)))
-                .collect(),
-        ),
-        ElementType::I64 => TensorData::Int(chunks(data).map(i64::from_le_bytes).collect()),
-        ElementType::I1 => TensorData::Bool(
-            data.iter()
-                .enumerate()
-                .map(|(index, &byte)| match byte {
-                    0 => Ok(false),
-                    1 => Ok(true),
-                    _ => Err(NpyError::InvalidBool { index, byte }),
-                })
-                .collect::<Result<_, _>>()?,
-        ),
-    })
-}
-
-/// Host data of `element` (consistent with it) as little-endian bytes, appended to `out`.
-fn encode(element: ElementType, data: &TensorData, out: &mut Vec<u8>) {
-    match data {
-        TensorData::Float(values) => {
-            for &v in values {
-                match element {
-                    ElementType::F16 => out.extend_from_slice(&f16::from_f64(v).to_le_bytes()),
-                    ElementType::BF16 => out.extend_from_slice(&bf16::from_f64(v).to_le_bytes()),
-                    ElementType::F32 => out.extend_from_slice(&(v as f32).to_le_bytes()),
-                    _ => out.extend_from_slice(&v.to_le_bytes()),
-                }
-            }
-        }
-        TensorData::Int(values) => {
-            for &v in values {
-                match element {
-                    ElementType::I8 => out.push(v as i8 as u8),
-                    ElementType::I32 => out.extend_from_slice(&(v as i32).to_le_bytes()),
-                    _ => out.extend_from_slice(&v.to_le_bytes()),
-                }
-            }
-        }
-        TensorData::Bool(values) => out.extend(values.iter().map(|&b| u8::from(b))),
-    }
+    Ok(TensorData::Bool(
+        data.iter()
+            .enumerate()
+            .map(|(index, &byte)| match byte {
+                0 => Ok(false),
+                1 => Ok(true),
+                _ => Err(NpyError::InvalidBool { index, byte }),
+            })
+            .collect::<Result<_, _>>()?,
+    ))
 }
 
 /// A value of the Python literal that a header holds.
@@ -782,9 +729,9 @@ mod tests {
         );
         assert_eq!(
             read(&npy_v1(&dict(">f4", "False", "(1,)"), &[0; 4])),
-            "unsupported dtype '>f4': supported are '<f2' (f16), '<f4' (f32), '<f8' (f64), '|i1' (i8), '<i4' (i32), '<i8' (i64), '|b1' (bool), '<V2' (bf16, as ml_dtypes writes it)"
+            "unsupported dtype '>f4': supported are '<f2' (f16), '<f4' (f32), '<f8' (f64), '|i1' (i8), '<i2' (i16), '<i4' (i32), '<i8' (i64), '|u1' (ui8), '<u2' (ui16), '<u4' (ui32), '<u8' (ui64), '|b1' (bool), '<V2' (bf16, as ml_dtypes writes it)"
         );
-        assert!(read(&npy_v1(&dict("<u2", "False", "(1,)"), &[0; 2])).contains("'<u2'"));
+        assert!(read(&npy_v1(&dict("<c8", "False", "(1,)"), &[0; 8])).contains("'<c8'"));
         assert_eq!(
             read(&npy_v1(&dict("<f4", "False", "(2, 3)"), &[0; 20])),
             "truncated data: expected 24 bytes, found 20"
@@ -844,7 +791,7 @@ mod tests {
         );
         assert_eq!(
             read("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }"),
-            "unsupported dtype [('a', '<f4')]: supported are '<f2' (f16), '<f4' (f32), '<f8' (f64), '|i1' (i8), '<i4' (i32), '<i8' (i64), '|b1' (bool), '<V2' (bf16, as ml_dtypes writes it)"
+            "unsupported dtype [('a', '<f4')]: supported are '<f2' (f16), '<f4' (f32), '<f8' (f64), '|i1' (i8), '<i2' (i16), '<i4' (i32), '<i8' (i64), '|u1' (ui8), '<u2' (ui16), '<u4' (ui32), '<u8' (ui64), '|b1' (bool), '<V2' (bf16, as ml_dtypes writes it)"
         );
         let mut short = npy_v1(
             "{'descr': '<f4', 'fortran_order': False, 'shape': (), }",

@@ -3,7 +3,7 @@
 
 use crate::exec::tensor::{significand_bits, Tensor, TensorData};
 use crate::number::round_to;
-use crate::types::{ElementType, TensorType};
+use crate::types::{ElementClass, ElementType, TensorType};
 
 /// SplitMix64 (Steele, Lea and Flood, 2014): a 64-bit state advanced by a constant and mixed
 /// by two multiply-xorshift rounds. Small, fast and fully specified by integer arithmetic.
@@ -28,8 +28,8 @@ impl SplitMix64 {
 ///   type's significant bits (2^-52 for f64, 2^-23 for f32, 2^-10 for f16, 2^-7 for bf16):
 ///   every grid point is a value of the type, so rounding to it changes nothing, and 1 is
 ///   never reached (rounding a finer uniform draw could give 1).
-/// - Integers are uniform in `-4..=4` (they fit every integer type, and products of a few
-///   stay small).
+/// - Integers are uniform in `-4..=4`, unsigned ones in `0..=8` (they fit every integer
+///   type, and products of a few stay small).
 /// - Booleans are a fair coin.
 ///
 /// A tensor too large to count (more than `u64::MAX` elements) comes back empty.
@@ -38,11 +38,14 @@ pub fn random_tensor(ty: &TensorType, seed: u64) -> Tensor {
     let mut rng = SplitMix64 { state: seed };
     let data = match ty.element {
         ElementType::I1 => TensorData::Bool((0..n).map(|_| rng.next() >> 63 == 1).collect()),
-        ElementType::I8 | ElementType::I32 | ElementType::I64 => TensorData::Int(
-            (0..n)
-                .map(|_| ((u128::from(rng.next()) * 9) >> 64) as i64 - 4)
-                .collect(),
-        ),
+        element if element.class() == ElementClass::Int => {
+            let low = if element.is_unsigned() { 0 } else { -4 };
+            TensorData::Int(
+                (0..n)
+                    .map(|_| ((u128::from(rng.next()) * 9) >> 64) as i64 + low)
+                    .collect(),
+            )
+        }
         element => {
             let p = significand_bits(element);
             let step = 2f64.powi(1 - p as i32);
@@ -111,8 +114,9 @@ mod tests {
                     assert!(v.iter().any(|&x| x < -0.5) && v.iter().any(|&x| x > 0.5));
                 }
                 TensorData::Int(v) => {
-                    assert!(v.iter().all(|x| (-4..=4).contains(x)), "{element}");
-                    for value in -4..=4 {
+                    let low = if element.is_unsigned() { 0 } else { -4 };
+                    assert!(v.iter().all(|x| (low..=low + 8).contains(x)), "{element}");
+                    for value in low..=low + 8 {
                         assert!(v.contains(&value), "{element} never gives {value}");
                     }
                 }

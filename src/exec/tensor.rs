@@ -75,7 +75,9 @@ impl Tensor {
         let values = values.into_iter();
         let data = match ty.element.class() {
             ElementClass::Float => return Tensor::from_f64(ty, values),
-            ElementClass::Int => TensorData::Int(values.map(|v| v as i64).collect()),
+            ElementClass::Int => {
+                TensorData::Int(values.map(|v| ty.element.wrap_int(v as i128)).collect())
+            }
             ElementClass::Bool => TensorData::Bool(values.map(|v| v != 0.0).collect()),
         };
         Tensor {
@@ -123,10 +125,11 @@ impl Tensor {
                     )
                 }),
             TensorData::Int(values) => {
-                let (min, max) = int_range(self.ty.element);
+                let (min, max) = self.ty.element.int_bounds();
+                let element = self.ty.element;
                 values
                     .iter()
-                    .position(|v| !(min..=max).contains(v))
+                    .position(|&v| !(min..=max).contains(&element.int_value(v)))
                     .map(|i| {
                         format!(
                             "has element {i} ({}), which is out of range for {}",
@@ -152,7 +155,7 @@ impl Tensor {
     pub fn get_f64(&self, index: usize) -> f64 {
         match &self.data {
             TensorData::Float(v) => v[index],
-            TensorData::Int(v) => v[index] as f64,
+            TensorData::Int(v) => self.ty.element.int_value(v[index]) as f64,
             TensorData::Bool(v) => f64::from(u8::from(v[index])),
         }
     }
@@ -160,17 +163,6 @@ impl Tensor {
     /// Row-major strides (in elements) of the shape.
     pub fn strides(&self) -> Vec<usize> {
         row_major_strides(&self.ty.shape)
-    }
-}
-
-/// The lowest and highest value of integer type `element` (`i8`: -128 and 127); `i1` is 0
-/// and 1, float types the full `i64` range.
-pub fn int_range(element: ElementType) -> (i64, i64) {
-    match element {
-        ElementType::I1 => (0, 1),
-        ElementType::I8 => (i8::MIN.into(), i8::MAX.into()),
-        ElementType::I32 => (i32::MIN.into(), i32::MAX.into()),
-        _ => (i64::MIN, i64::MAX),
     }
 }
 
@@ -254,7 +246,11 @@ mod tests {
             out_of_range.inconsistency().as_deref(),
             Some("has element 0 (128), which is out of range for i8")
         );
-        assert_eq!(int_range(ElementType::I32), (-2147483648, 2147483647));
+        assert_eq!(ElementType::I32.int_bounds(), (-2147483648, 2147483647));
+        assert_eq!(ElementType::U8.int_bounds(), (0, 255));
+        assert_eq!(ElementType::U64.int_value(-1), i128::from(u64::MAX));
+        assert_eq!(ElementType::U8.wrap_int(-1), 255);
+        assert_eq!(ElementType::I16.wrap_int(40000), 40000 - 65536);
     }
 
     #[test]

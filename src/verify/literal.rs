@@ -112,17 +112,20 @@ fn scalar(ast: &AstScalar, element: ElementType) -> Result<Scalar, Diagnostic> {
             Ok(Scalar::Float(value))
         }
         (ElementClass::Int, ScalarKind::Int) => {
-            let bits = element.bit_width();
-            let value = ast.text.parse::<i64>().ok().filter(|v| {
-                let (min, max) = (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1);
-                (min..=max).contains(&i128::from(*v))
-            });
-            value.map(Scalar::Int).ok_or_else(|| {
-                Diagnostic::error(
-                    ast.span,
-                    format!("integer literal ({}) does not fit in {element}", ast.text),
-                )
-            })
+            let (min, max) = element.int_bounds();
+            let value = ast
+                .text
+                .parse::<i128>()
+                .ok()
+                .filter(|v| (min..=max).contains(v));
+            value
+                .map(|v| Scalar::Int(element.wrap_int(v)))
+                .ok_or_else(|| {
+                    Diagnostic::error(
+                        ast.span,
+                        format!("integer literal ({}) does not fit in {element}", ast.text),
+                    )
+                })
         }
         (ElementClass::Bool, ScalarKind::Bool) => Ok(Scalar::Bool(ast.text == "true")),
         (_, ScalarKind::Float) => Err(mismatch("float")),

@@ -54,8 +54,13 @@ pub fn safetensors_dtype(element: ElementType) -> safetensors::Dtype {
         ElementType::BF16 => Dtype::BF16,
         ElementType::I1 => Dtype::BOOL,
         ElementType::I8 => Dtype::I8,
+        ElementType::I16 => Dtype::I16,
         ElementType::I32 => Dtype::I32,
         ElementType::I64 => Dtype::I64,
+        ElementType::U8 => Dtype::U8,
+        ElementType::U16 => Dtype::U16,
+        ElementType::U32 => Dtype::U32,
+        ElementType::U64 => Dtype::U64,
     }
 }
 

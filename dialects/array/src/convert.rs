@@ -28,6 +28,7 @@ impl ConvertToMlir for Unary {
     fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
         let kind = self.kind;
         let float = op.result().element.is_float();
+        let unsigned = op.result().element.is_unsigned();
         let value = op.emit.elementwise(
             &[(op.operands[0], op.operand_types[0])],
             op.result(),
@@ -40,6 +41,7 @@ impl ConvertToMlir for Unary {
                         e.same("arith.subi", &[zero, x])?
                     }
                     (UnaryKind::Abs, true) => e.same("math.absf", &[x])?,
+                    (UnaryKind::Abs, false) if unsigned => x,
                     (UnaryKind::Abs, false) => e.same("math.absi", &[x])?,
                     (UnaryKind::Exp, _) => e.same("math.exp", &[x])?,
                     (UnaryKind::Log, _) => e.same("math.log", &[x])?,
@@ -68,6 +70,7 @@ impl ConvertToMlir for Binary {
     fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
         let kind = self.kind;
         let float = op.result().element.is_float();
+        let unsigned = op.result().element.is_unsigned();
         let inputs = [
             (op.operands[0], op.operand_types[0]),
             (op.operands[1], op.operand_types[1]),
@@ -82,13 +85,21 @@ impl ConvertToMlir for Binary {
                 (BinaryKind::Mul, true) => "arith.mulf",
                 (BinaryKind::Mul, false) => "arith.muli",
                 (BinaryKind::Div, true) => "arith.divf",
+                (BinaryKind::Div, false) if unsigned => {
+                    return guarded_unsigned(e, "arith.divui", a, b)
+                }
                 (BinaryKind::Div, false) => return safe_divsi(e, a, b),
                 (BinaryKind::Max, true) => "arith.maximumf",
+                (BinaryKind::Max, false) if unsigned => "arith.maxui",
                 (BinaryKind::Max, false) => "arith.maxsi",
                 (BinaryKind::Min, true) => "arith.minimumf",
+                (BinaryKind::Min, false) if unsigned => "arith.minui",
                 (BinaryKind::Min, false) => "arith.minsi",
                 (BinaryKind::Pow, _) => "math.powf",
                 (BinaryKind::Rem, true) => "arith.remf",
+                (BinaryKind::Rem, false) if unsigned => {
+                    return guarded_unsigned(e, "arith.remui", a, b)
+                }
                 (BinaryKind::Rem, false) => return safe_remsi(e, a, b),
             };
             e.same(name, &[a, b])
@@ -118,6 +129,21 @@ fn safe_divsi<'c, 'b>(
     e.select(is_zero, zero, by_minus_one)
 }
 
+/// Unsigned division or remainder (`name`) that never traps: by 0 it gives 0.
+fn guarded_unsigned<'c, 'b>(
+    e: &Emitter<'c, 'b>,
+    name: &str,
+    a: Value<'c, 'b>,
+    b: Value<'c, 'b>,
+) -> ConvertResult<Value<'c, 'b>> {
+    let zero = e.const_like(b, 0.0)?;
+    let one = e.const_like(b, 1.0)?;
+    let is_zero = e.compare(false, cmpi::EQ, b, zero)?;
+    let divisor = e.select(is_zero, one, b)?;
+    let result = e.same(name, &[a, divisor])?;
+    e.select(is_zero, zero, result)
+}
+
 /// Signed remainder that never traps: `a rem 0` gives 0 (as the interpreter), and `MIN rem -1`
 /// gives 0 (the divisor -1 is replaced by 1, whose remainders are the same).
 fn safe_remsi<'c, 'b>(
@@ -142,28 +168,31 @@ impl ConvertToMlir for Compare {
     }
 
     fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
-        let class = op.operand_types[0].element.class();
+        let element = op.operand_types[0].element;
+        let class = element.class();
         let predicate = op
             .attr("predicate")
             .and_then(|p| p.as_str().map(String::from))
             .unwrap_or_default();
-        let code = match (class, predicate.as_str()) {
-            (ElementClass::Float, "lt") => cmpf::OLT,
-            (ElementClass::Float, "le") => cmpf::OLE,
-            (ElementClass::Float, "gt") => cmpf::OGT,
-            (ElementClass::Float, "ge") => cmpf::OGE,
-            (ElementClass::Float, "eq") => cmpf::OEQ,
-            (ElementClass::Float, _) => cmpf::UNE,
-            (ElementClass::Int, "lt") => cmpi::SLT,
-            (ElementClass::Int, "le") => cmpi::SLE,
-            (ElementClass::Int, "gt") => cmpi::SGT,
-            (ElementClass::Int, "ge") => cmpi::SGE,
-            (ElementClass::Bool, "lt") => cmpi::ULT,
-            (ElementClass::Bool, "le") => cmpi::ULE,
-            (ElementClass::Bool, "gt") => cmpi::UGT,
-            (ElementClass::Bool, "ge") => cmpi::UGE,
-            (_, "eq") => cmpi::EQ,
-            (_, _) => cmpi::NE,
+        // Booleans order as unsigned integers (false < true).
+        let signed = class == ElementClass::Int && !element.is_unsigned();
+        let code = match (class, signed, predicate.as_str()) {
+            (ElementClass::Float, _, "lt") => cmpf::OLT,
+            (ElementClass::Float, _, "le") => cmpf::OLE,
+            (ElementClass::Float, _, "gt") => cmpf::OGT,
+            (ElementClass::Float, _, "ge") => cmpf::OGE,
+            (ElementClass::Float, _, "eq") => cmpf::OEQ,
+            (ElementClass::Float, _, _) => cmpf::UNE,
+            (_, true, "lt") => cmpi::SLT,
+            (_, true, "le") => cmpi::SLE,
+            (_, true, "gt") => cmpi::SGT,
+            (_, true, "ge") => cmpi::SGE,
+            (_, false, "lt") => cmpi::ULT,
+            (_, false, "le") => cmpi::ULE,
+            (_, false, "gt") => cmpi::UGT,
+            (_, false, "ge") => cmpi::UGE,
+            (_, _, "eq") => cmpi::EQ,
+            (_, _, _) => cmpi::NE,
         };
         let float = class == ElementClass::Float;
         let inputs = [
@@ -230,14 +259,18 @@ pub fn cast_scalar<'c, 'b>(
         }
         (Float, Float) if fw < tw => e.op("arith.extf", &[x], target),
         (Float, Float) => e.op("arith.truncf", &[x], target),
+        (Int, Float) if from.is_unsigned() => e.op("arith.uitofp", &[x], target),
         (Int, Float) => e.op("arith.sitofp", &[x], target),
         (Bool, Float) => e.op("arith.uitofp", &[x], target),
+        (Float, Int) if to.is_unsigned() => e.op("arith.fptoui", &[x], target),
         (Float, Int) => e.op("arith.fptosi", &[x], target),
         (Float, Bool) => {
             let zero = e.const_like(x, 0.0)?;
             e.compare(true, cmpf::UNE, x, zero)
         }
+        (Int, Int) if fw < tw && from.is_unsigned() => e.op("arith.extui", &[x], target),
         (Int, Int) if fw < tw => e.op("arith.extsi", &[x], target),
+        (Int, Int) if fw == tw => Ok(x),
         (Int, Int) => e.op("arith.trunci", &[x], target),
         (Bool, Int) => e.op("arith.extui", &[x], target),
         (Int, Bool) => {
@@ -634,6 +667,7 @@ impl ConvertToMlir for Reduce {
             return Ok(vec![op.operands[0]]);
         }
         let float = x.element.is_float();
+        let unsigned = x.element.is_unsigned();
         let identity_value = match self.kind {
             ReduceKind::Sum | ReduceKind::Mean => ReductionIdentity::Zero,
             ReduceKind::Max => ReductionIdentity::Lowest,
@@ -644,8 +678,10 @@ impl ConvertToMlir for Reduce {
             (ReduceKind::Sum | ReduceKind::Mean, true) => "arith.addf",
             (ReduceKind::Sum | ReduceKind::Mean, false) => "arith.addi",
             (ReduceKind::Max, true) => "arith.maximumf",
+            (ReduceKind::Max, false) if unsigned => "arith.maxui",
             (ReduceKind::Max, false) => "arith.maxsi",
             (ReduceKind::Min, true) => "arith.minimumf",
+            (ReduceKind::Min, false) if unsigned => "arith.minui",
             (ReduceKind::Min, false) => "arith.minsi",
             (ReduceKind::Prod, true) => "arith.mulf",
             (ReduceKind::Prod, false) => "arith.muli",
@@ -657,7 +693,7 @@ impl ConvertToMlir for Reduce {
             ReduceKind::Max | ReduceKind::Min => x.element,
         };
         let accumulated_ty = result.with_element(accumulator);
-        let init = e.fill(&accumulated_ty, identity_value.value(accumulator))?;
+        let init = e.fill_scalar(&accumulated_ty, identity_value.scalar(accumulator))?;
         let (in_map, out_map, iterators) = reduction_maps(x.rank(), &axes, keepdims);
         let sums = e.generic(
             &[Indexed {
@@ -735,10 +771,11 @@ impl ConvertToMlir for Argmax {
         let result = op.result();
         let best_ty = result.with_element(x.element);
         let e = &op.emit;
-        let best = e.fill(&best_ty, ReductionIdentity::Lowest.value(x.element))?;
+        let best = e.fill_scalar(&best_ty, ReductionIdentity::Lowest.scalar(x.element))?;
         let index = e.fill(result, 0.0)?;
         let (in_map, out_map, iterators) = reduction_maps(x.rank(), &[axis], false);
         let float = x.element.is_float();
+        let unsigned = x.element.is_unsigned();
         let context = e.context;
         let results = e.generic(
             &[Indexed {
@@ -770,8 +807,12 @@ impl ConvertToMlir for Argmax {
                     &[position],
                     IntegerType::new(context, 64).into(),
                 )?;
-                let greater =
-                    inner.compare(float, if float { cmpf::OGT } else { cmpi::SGT }, v, best)?;
+                let predicate = match (float, unsigned) {
+                    (true, _) => cmpf::OGT,
+                    (false, true) => cmpi::UGT,
+                    (false, false) => cmpi::SGT,
+                };
+                let greater = inner.compare(float, predicate, v, best)?;
                 let take = if float {
                     // The first NaN wins and stays.
                     let v_nan = inner.compare(true, cmpf::UNO, v, v)?;

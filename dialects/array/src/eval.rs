@@ -12,18 +12,14 @@ use tessera::exec::index::{
     broadcast_positions, element_count, for_each_index, position, AxisSplit,
 };
 use tessera::exec::math::{erf, maximum, minimum};
-use tessera::exec::tensor::{int_range, row_major_strides, significand_bits, Tensor, TensorData};
+use tessera::exec::tensor::{row_major_strides, significand_bits, Tensor, TensorData};
 use tessera::infer::normalize_axis;
 use tessera::number::round_to;
 use tessera::types::{ElementClass, ElementType, TensorType};
 
-/// `v` reduced modulo 2^bits into the range of integer type `element` (two's complement).
+/// `v` reduced modulo 2^bits into integer type `element` (two's complement).
 fn wrap(v: i64, element: ElementType) -> i64 {
-    match element {
-        ElementType::I8 => i64::from(v as i8),
-        ElementType::I32 => i64::from(v as i32),
-        _ => v,
-    }
+    element.wrap_int(i128::from(v))
 }
 
 /// The integer `v` rounded once to the nearest value of float type `element`, ties to even.
@@ -31,20 +27,20 @@ fn wrap(v: i64, element: ElementType) -> i64 {
 /// Rounding through f64 first would round twice for integers above 2^53 (a value just above
 /// a bf16 midpoint can become the midpoint, then go to even), so the significand is rounded
 /// here on the exact integer; `round_to` then only turns an f16 overflow into infinity.
-fn int_to_float(v: i64, element: ElementType) -> f64 {
+fn int_to_float(v: i128, element: ElementType) -> f64 {
     let bits = significand_bits(element);
     let magnitude = v.unsigned_abs();
-    let width = u64::BITS - magnitude.leading_zeros();
+    let width = u128::BITS - magnitude.leading_zeros();
     let rounded = if width <= bits {
         magnitude as f64
     } else {
         let shift = width - bits;
         let kept = magnitude >> shift;
-        let rest = magnitude & ((1u64 << shift) - 1);
-        let half = 1u64 << (shift - 1);
+        let rest = magnitude & ((1u128 << shift) - 1);
+        let half = 1u128 << (shift - 1);
         let up = rest > half || (rest == half && kept & 1 == 1);
         // At most `bits + 1` significant bits times a power of two: exact in f64.
-        (kept + u64::from(up)) as f64 * 2f64.powi(shift as i32)
+        (kept + u128::from(up)) as f64 * 2f64.powi(shift as i32)
     };
     let signed = if v < 0 { -rounded } else { rounded };
     round_to(signed, element)
@@ -54,11 +50,9 @@ fn int_to_float(v: i64, element: ElementType) -> f64 {
 /// NaN to 0 (the docs leave out-of-range values and NaN unspecified; this is the choice of
 /// Rust's `as` and of LLVM's saturating conversions).
 fn float_to_int(v: f64, element: ElementType) -> i64 {
-    match element {
-        ElementType::I8 => i64::from(v as i8),
-        ElementType::I32 => i64::from(v as i32),
-        _ => v as i64,
-    }
+    let (low, high) = element.int_bounds();
+    // `as i128` truncates toward zero, saturates, and takes NaN to 0.
+    element.wrap_int((v as i128).clamp(low, high))
 }
 
 /// Element `position` of `t`.
@@ -157,7 +151,7 @@ impl Evaluate for Unary {
             TensorData::Int(v) => {
                 let data = v
                     .iter()
-                    .map(|&a| unary_int(self.kind, a).map(|r| wrap(r, ty.element)))
+                    .map(|&a| unary_int(self.kind, ty.element, a))
                     .collect::<Option<_>>()
                     .ok_or_else(|| unverified("a float-only op on integers"))?;
                 one(Tensor {
@@ -186,12 +180,13 @@ fn unary_float(kind: UnaryKind, a: f64) -> f64 {
     }
 }
 
-/// A unary op on an integer, in i64 (wrapped to the element type by the caller); `None` for
-/// the float-only ops.
-fn unary_int(kind: UnaryKind, a: i64) -> Option<i64> {
+/// A unary op on a stored integer of `element` type, wrapped to that type; `None` for the
+/// float-only ops.
+fn unary_int(kind: UnaryKind, element: ElementType, a: i64) -> Option<i64> {
+    let value = element.int_value(a);
     match kind {
-        UnaryKind::Neg => Some(a.wrapping_neg()),
-        UnaryKind::Abs => Some(a.wrapping_abs()),
+        UnaryKind::Neg => Some(element.wrap_int(-value)),
+        UnaryKind::Abs => Some(element.wrap_int(value.abs())),
         _ => None,
     }
 }
@@ -212,7 +207,7 @@ impl Evaluate for Binary {
                 let data = lp
                     .iter()
                     .zip(&rp)
-                    .map(|(&i, &j)| binary_int(self.kind, a[i], b[j]).map(|r| wrap(r, ty.element)))
+                    .map(|(&i, &j)| binary_int(self.kind, ty.element, a[i], b[j]))
                     .collect::<Option<_>>()
                     .ok_or_else(|| unverified("a float-only op on integers"))?;
                 one(Tensor {
@@ -239,25 +234,27 @@ fn binary_float(kind: BinaryKind, a: f64, b: f64) -> f64 {
     }
 }
 
-/// A binary op on integers, in i64 with wrapping (the caller wraps to the element type, which
-/// commutes with these operations modulo 2^bits); `None` for the float-only op.
+/// A binary op on stored integers of `element` type, on their values (in i128, where no
+/// operation of two 64-bit values overflows but the product, whose low 64 bits wrapping
+/// keeps), wrapped to the type; `None` for the float-only op.
 ///
 /// Division rounds toward zero. The docs leave division (and remainder) by zero unspecified:
 /// this interpreter returns 0 (and never traps). The minimum value divided by -1 wraps to the
 /// minimum value; its remainder is 0.
-fn binary_int(kind: BinaryKind, a: i64, b: i64) -> Option<i64> {
-    match kind {
-        BinaryKind::Add => Some(a.wrapping_add(b)),
-        BinaryKind::Sub => Some(a.wrapping_sub(b)),
-        BinaryKind::Mul => Some(a.wrapping_mul(b)),
-        BinaryKind::Div if b == 0 => Some(0),
-        BinaryKind::Div => Some(a.wrapping_div(b)),
-        BinaryKind::Max => Some(a.max(b)),
-        BinaryKind::Min => Some(a.min(b)),
-        BinaryKind::Pow => None,
-        BinaryKind::Rem if b == 0 => Some(0),
-        BinaryKind::Rem => Some(a.wrapping_rem(b)),
-    }
+fn binary_int(kind: BinaryKind, element: ElementType, a: i64, b: i64) -> Option<i64> {
+    let (x, y) = (element.int_value(a), element.int_value(b));
+    let r = match kind {
+        BinaryKind::Add => x + y,
+        BinaryKind::Sub => x - y,
+        BinaryKind::Mul => x.wrapping_mul(y),
+        BinaryKind::Div | BinaryKind::Rem if y == 0 => 0,
+        BinaryKind::Div => x / y,
+        BinaryKind::Rem => x % y,
+        BinaryKind::Max => x.max(y),
+        BinaryKind::Min => x.min(y),
+        BinaryKind::Pow => return None,
+    };
+    Some(element.wrap_int(r))
 }
 
 /// `a <predicate> b`; for floats, NaN compares false except with `ne`.
@@ -284,9 +281,12 @@ impl Evaluate for Compare {
             (TensorData::Float(a), TensorData::Float(b)) => pairs
                 .map(|(&i, &j)| compare(&predicate, a[i], b[j]))
                 .collect(),
-            (TensorData::Int(a), TensorData::Int(b)) => pairs
-                .map(|(&i, &j)| compare(&predicate, a[i], b[j]))
-                .collect(),
+            (TensorData::Int(a), TensorData::Int(b)) => {
+                let value = |v: i64| lhs.ty.element.int_value(v);
+                pairs
+                    .map(|(&i, &j)| compare(&predicate, value(a[i]), value(b[j])))
+                    .collect()
+            }
             // `false < true`, as numpy orders booleans.
             (TensorData::Bool(a), TensorData::Bool(b)) => pairs
                 .map(|(&i, &j)| compare(&predicate, a[i], b[j]))
@@ -331,7 +331,7 @@ impl Evaluate for Cast {
     fn evaluate(&self, ctx: &EvalContext<'_>) -> Result<Vec<Tensor>, EvalError> {
         let x = ctx.operand(0)?;
         let ty = ctx.result_type(0)?;
-        let target = ty.element;
+        let (source, target) = (x.ty.element, ty.element);
         let data = match (&x.data, target.class()) {
             (TensorData::Float(v), ElementClass::Float) => {
                 TensorData::Float(v.iter().map(|&a| round_to(a, target)).collect())
@@ -342,12 +342,17 @@ impl Evaluate for Cast {
             (TensorData::Float(v), ElementClass::Bool) => {
                 TensorData::Bool(v.iter().map(|&a| a != 0.0).collect())
             }
-            (TensorData::Int(v), ElementClass::Float) => {
-                TensorData::Float(v.iter().map(|&a| int_to_float(a, target)).collect())
-            }
-            (TensorData::Int(v), ElementClass::Int) => {
-                TensorData::Int(v.iter().map(|&a| wrap(a, target)).collect())
-            }
+            (TensorData::Int(v), ElementClass::Float) => TensorData::Float(
+                v.iter()
+                    .map(|&a| int_to_float(source.int_value(a), target))
+                    .collect(),
+            ),
+            // Extended by the source's signedness, then wrapped to the target.
+            (TensorData::Int(v), ElementClass::Int) => TensorData::Int(
+                v.iter()
+                    .map(|&a| target.wrap_int(source.int_value(a)))
+                    .collect(),
+            ),
             (TensorData::Int(v), ElementClass::Bool) => {
                 TensorData::Bool(v.iter().map(|&a| a != 0).collect())
             }
@@ -657,7 +662,10 @@ impl Evaluate for Reduce {
                 one(Tensor::from_f64(ty, acc))
             }
             TensorData::Int(v) => {
-                let (lowest, highest) = int_range(ty.element);
+                // On the values, in i128: sums cannot overflow it; products wrap in it,
+                // keeping their low 64 bits.
+                let element = ty.element;
+                let (lowest, highest) = element.int_bounds();
                 let init = match self.kind {
                     ReduceKind::Sum => 0,
                     ReduceKind::Max => lowest,
@@ -667,16 +675,17 @@ impl Evaluate for Reduce {
                 };
                 let mut acc = vec![init; groups];
                 for (&a, &t) in v.iter().zip(&targets) {
+                    let a = element.int_value(a);
                     acc[t] = match self.kind {
                         ReduceKind::Max => acc[t].max(a),
                         ReduceKind::Min => acc[t].min(a),
                         ReduceKind::Prod => acc[t].wrapping_mul(a),
-                        _ => acc[t].wrapping_add(a),
+                        _ => acc[t] + a,
                     };
                 }
                 one(Tensor {
                     ty: ty.clone(),
-                    data: TensorData::Int(acc.into_iter().map(|s| wrap(s, ty.element)).collect()),
+                    data: TensorData::Int(acc.into_iter().map(|s| element.wrap_int(s)).collect()),
                 })
             }
             TensorData::Bool(_) => Err(unverified("a reduction of i1")),
@@ -697,7 +706,10 @@ impl Evaluate for Argmax {
             TensorData::Float(v) => argmax(split, |best, candidate| {
                 !v[best].is_nan() && (v[candidate].is_nan() || v[candidate] > v[best])
             }),
-            TensorData::Int(v) => argmax(split, |best, candidate| v[candidate] > v[best]),
+            TensorData::Int(v) => {
+                let value = |i: usize| x.ty.element.int_value(v[i]);
+                argmax(split, |best, candidate| value(candidate) > value(best))
+            }
             TensorData::Bool(_) => return Err(unverified("argmax of i1")),
         };
         one(Tensor {
@@ -1274,11 +1286,27 @@ mod tests {
         }
         for v in values {
             assert_eq!(
-                int_to_float(v, ElementType::F32),
+                int_to_float(i128::from(v), ElementType::F32),
                 f64::from(v as f32),
                 "{v}"
             );
-            assert_eq!(int_to_float(v, ElementType::F64), v as f64, "{v}");
+            assert_eq!(
+                int_to_float(i128::from(v), ElementType::F64),
+                v as f64,
+                "{v}"
+            );
+            // The same bits as a ui64.
+            let u = v as u64;
+            assert_eq!(
+                int_to_float(i128::from(u), ElementType::F32),
+                f64::from(u as f32),
+                "{u}"
+            );
+            assert_eq!(
+                int_to_float(i128::from(u), ElementType::F64),
+                u as f64,
+                "{u}"
+            );
         }
         assert_eq!(significand_bits(ElementType::BF16), 8);
     }

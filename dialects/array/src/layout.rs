@@ -414,11 +414,7 @@ fn check_pad_value(ctx: &mut InferContext<'_>, element: ElementType) -> Option<(
     let problem = match (&value, element.class()) {
         (Attribute::Float(_), ElementClass::Int | ElementClass::Bool) => "must be an integer",
         (Attribute::Int(v), ElementClass::Int | ElementClass::Bool) => {
-            let bits = element.bit_width();
-            let (min, max) = match bits {
-                1 => (0, 1),
-                _ => (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1),
-            };
+            let (min, max) = element.int_bounds();
             if (min..=max).contains(&i128::from(*v)) {
                 return Some(());
             }

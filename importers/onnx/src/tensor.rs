@@ -23,7 +23,7 @@ pub struct TensorError {
 pub fn element_type(data_type: i32) -> Result<ElementType, String> {
     let Ok(known) = DataType::try_from(data_type) else {
         return Err(format!(
-            "has elements of ONNX data type {data_type}, which tessera has no type for (it has f32, f64, f16, bf16, i1, i8, i32, i64)"
+            "has elements of ONNX data type {data_type}, which tessera has no type for (it has f32, f64, f16, bf16, i1, i8, i16, i32, i64, ui8, ui16, ui32, ui64)"
         ));
     };
     Ok(match known {
@@ -33,11 +33,16 @@ pub fn element_type(data_type: i32) -> Result<ElementType, String> {
         DataType::Bfloat16 => ElementType::BF16,
         DataType::Bool => ElementType::I1,
         DataType::Int8 => ElementType::I8,
+        DataType::Int16 => ElementType::I16,
         DataType::Int32 => ElementType::I32,
         DataType::Int64 => ElementType::I64,
+        DataType::Uint8 => ElementType::U8,
+        DataType::Uint16 => ElementType::U16,
+        DataType::Uint32 => ElementType::U32,
+        DataType::Uint64 => ElementType::U64,
         other => {
             return Err(format!(
-                "has elements of type {other:?}, which tessera has no type for (it has f32, f64, f16, bf16, i1, i8, i32, i64)"
+                "has elements of type {other:?}, which tessera has no type for (it has f32, f64, f16, bf16, i1, i8, i16, i32, i64, ui8, ui16, ui32, ui64)"
 
             ))
         }
@@ -101,12 +106,13 @@ fn little_endian(
         proto.int32_data.len(),
         proto.int64_data.len(),
         proto.double_data.len(),
+        proto.uint64_data.len(),
     ];
     if count > 0 && fields.iter().all(|&n| n == 0) {
         return Err(format!("has no data for its {count} elements"));
     }
-    // 16-bit floats are kept as their bits, 8-bit integers and booleans as their values,
-    // one per int32.
+    // 16-bit floats are kept as their bits, 8- and 16-bit integers and booleans as their
+    // values, one per int32; 32- and 64-bit unsigned integers one per uint64.
     match element {
         ElementType::F32 => field(&proto.float_data, "float_data", count, f32::to_le_bytes),
         ElementType::F64 => field(&proto.double_data, "double_data", count, f64::to_le_bytes),
@@ -117,9 +123,16 @@ fn little_endian(
                 (v as u16).to_le_bytes()
             })
         }
-        ElementType::I8 | ElementType::I1 => {
+        ElementType::I8 | ElementType::U8 | ElementType::I1 => {
             field(&proto.int32_data, "int32_data", count, |v| [v as u8])
         }
+        ElementType::I16 | ElementType::U16 => field(&proto.int32_data, "int32_data", count, |v| {
+            (v as u16).to_le_bytes()
+        }),
+        ElementType::U32 => field(&proto.uint64_data, "uint64_data", count, |v| {
+            (v as u32).to_le_bytes()
+        }),
+        ElementType::U64 => field(&proto.uint64_data, "uint64_data", count, u64::to_le_bytes),
     }
 }
 

@@ -409,7 +409,7 @@ fn element_of(ty: Type<'_>) -> ConvertResult<Type<'_>> {
 pub fn scalar_of(element: ElementType, value: f64) -> Scalar {
     match element.class() {
         ElementClass::Float => Scalar::Float(value),
-        ElementClass::Int => Scalar::Int(value as i64),
+        ElementClass::Int => Scalar::Int(element.wrap_int(value as i128)),
         ElementClass::Bool => Scalar::Bool(value != 0.0),
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::attr::Scalar;
 use crate::mlir::bridge::affine::{broadcast_map, identity};
-use crate::mlir::bridge::emit::{ConvertResult, Emitter, Indexed, IteratorKind};
+use crate::mlir::bridge::emit::{scalar_of, ConvertResult, Emitter, Indexed, IteratorKind};
 use crate::types::{ElementClass, ElementType, TensorType};
 use melior::ir::attribute::{
     ArrayAttribute, DenseI32ArrayAttribute, DenseI64ArrayAttribute, IntegerAttribute,
@@ -282,9 +282,24 @@ pub enum ReductionIdentity {
 }
 
 impl ReductionIdentity {
+    /// The identity as an exact element of `element` type (integers keep all their bits: the
+    /// largest `ui64` is no f64).
+    pub fn scalar(self, element: ElementType) -> Scalar {
+        if element.class() != ElementClass::Int {
+            return scalar_of(element, self.value(element));
+        }
+        let (lowest, highest) = element.int_bounds();
+        let value = match self {
+            ReductionIdentity::Zero => 0,
+            ReductionIdentity::One => 1,
+            ReductionIdentity::Lowest => lowest,
+            ReductionIdentity::Highest => highest,
+        };
+        Scalar::Int(element.wrap_int(value))
+    }
+
     /// The identity as a number of `element` type.
     pub fn value(self, element: ElementType) -> f64 {
-        let bits = element.bit_width();
         match (self, element.class()) {
             (ReductionIdentity::Zero, _) => 0.0,
             (ReductionIdentity::One, _) => 1.0,
@@ -292,8 +307,8 @@ impl ReductionIdentity {
             (ReductionIdentity::Highest, ElementClass::Float) => f64::INFINITY,
             (ReductionIdentity::Lowest, ElementClass::Bool) => 0.0,
             (ReductionIdentity::Highest, ElementClass::Bool) => 1.0,
-            (ReductionIdentity::Lowest, ElementClass::Int) => -(2f64.powi(bits as i32 - 1)),
-            (ReductionIdentity::Highest, ElementClass::Int) => 2f64.powi(bits as i32 - 1) - 1.0,
+            (ReductionIdentity::Lowest, ElementClass::Int) => element.int_bounds().0 as f64,
+            (ReductionIdentity::Highest, ElementClass::Int) => element.int_bounds().1 as f64,
         }
     }
 }

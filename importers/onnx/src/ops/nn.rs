@@ -8,7 +8,7 @@ use super::{input, Inputs};
 use crate::graph::{invalid, unsupported, Graph, NodeResult, Val};
 use crate::node::Node;
 use tessera::attr::Attribute;
-use tessera::types::{ElementType, TensorType};
+use tessera::types::{ElementClass, ElementType, TensorType};
 
 /// An integer list attribute value.
 fn ints(values: &[i64]) -> Attribute {
@@ -254,7 +254,16 @@ pub fn pool(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>>
     } else {
         "nn.avg_pool2d"
     };
+    // Integers up to 16 bits pool exactly in f32 (a maximum only picks one of them).
+    let element = tx.element;
+    if element.class() != ElementClass::Float {
+        if !max || element.bit_width() > 16 {
+            return unsupported(format!("{} of {element}", node.proto.op_type));
+        }
+        xt = g.cast(&xt, ElementType::F32)?;
+    }
     let y = g.op(name, &[xt], &attrs, None)?;
+    let y = g.cast(&y, element)?;
     Ok(vec![from_nhwc(g, &y, tx.rank())?])
 }
 

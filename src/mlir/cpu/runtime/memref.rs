@@ -89,7 +89,9 @@ mod tests {
             let ty = TensorType::new(vec![2, 2], element);
             let data = match element.class() {
                 ElementClass::Float => TensorData::Float(vec![1.5, -2.0, 0.25, 8.0]),
-                ElementClass::Int => TensorData::Int(vec![1, -2, 100, -128]),
+                ElementClass::Int => {
+                    TensorData::Int([1, -2, 100, -128].map(|v| element.wrap_int(v)).to_vec())
+                }
                 ElementClass::Bool => TensorData::Bool(vec![true, false, false, true]),
             };
             let tensor = Tensor {
