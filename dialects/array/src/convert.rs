@@ -22,7 +22,7 @@ type Results<'c, 'a> = ConvertResult<Vec<Value<'c, 'a>>>;
 
 impl ConvertToMlir for Unary {
     fn lowering(&self) -> &'static str {
-        "`linalg.generic` applying `arith`/`math` (`negf`, `math.exp`, ...; `rsqrt` as `1 / sqrt`)"
+        "`linalg.generic` applying `arith`/`math` (`negf`, `math.exp`, ...; `rsqrt` as `1 / sqrt`, `asin` as `atan(x / sqrt(1 - x^2))`)"
     }
 
     fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
@@ -55,6 +55,27 @@ impl ConvertToMlir for Unary {
                     (UnaryKind::Erf, _) => e.same("math.erf", &[x])?,
                     (UnaryKind::Floor, _) => e.same("math.floor", &[x])?,
                     (UnaryKind::Ceil, _) => e.same("math.ceil", &[x])?,
+                    (UnaryKind::Sin, _) => e.same("math.sin", &[x])?,
+                    (UnaryKind::Cos, _) => e.same("math.cos", &[x])?,
+                    (UnaryKind::Tan, _) => e.same("math.tan", &[x])?,
+                    (UnaryKind::Asin, _) => {
+                        // atan(x / sqrt(1 - x^2)): upstream's polynomial for math.asin is off
+                        // by 1e-2 near |x| = 1 in f32; atan's is accurate, and x = +-1 gives
+                        // atan(+-inf) = +-pi/2.
+                        let one = e.const_like(x, 1.0)?;
+                        let square = e.same("arith.mulf", &[x, x])?;
+                        let rest = e.same("arith.subf", &[one, square])?;
+                        let root = e.same("math.sqrt", &[rest])?;
+                        let ratio = e.same("arith.divf", &[x, root])?;
+                        e.same("math.atan", &[ratio])?
+                    }
+                    (UnaryKind::Acos, _) => e.same("math.acos", &[x])?,
+                    (UnaryKind::Atan, _) => e.same("math.atan", &[x])?,
+                    (UnaryKind::Sinh, _) => e.same("math.sinh", &[x])?,
+                    (UnaryKind::Cosh, _) => e.same("math.cosh", &[x])?,
+                    (UnaryKind::Asinh, _) => e.same("math.asinh", &[x])?,
+                    (UnaryKind::Acosh, _) => e.same("math.acosh", &[x])?,
+                    (UnaryKind::Atanh, _) => e.same("math.atanh", &[x])?,
                 })
             },
         )?;
@@ -69,8 +90,9 @@ impl ConvertToMlir for Binary {
 
     fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
         let kind = self.kind;
-        let float = op.result().element.is_float();
-        let unsigned = op.result().element.is_unsigned();
+        let element = op.result().element;
+        let float = element.is_float();
+        let unsigned = element.is_unsigned();
         let inputs = [
             (op.operands[0], op.operand_types[0]),
             (op.operands[1], op.operand_types[1]),
@@ -97,6 +119,12 @@ impl ConvertToMlir for Binary {
                 (BinaryKind::Min, false) => "arith.minsi",
                 (BinaryKind::Pow, _) => "math.powf",
                 (BinaryKind::Rem, true) => "arith.remf",
+                (BinaryKind::And, _) => "arith.andi",
+                (BinaryKind::Or, _) => "arith.ori",
+                (BinaryKind::Xor, _) => "arith.xori",
+                (BinaryKind::ShiftLeft | BinaryKind::ShiftRight, _) => {
+                    return guarded_shift(e, kind, element, a, b)
+                }
                 (BinaryKind::Rem, false) if unsigned => {
                     return guarded_unsigned(e, "arith.remui", a, b)
                 }
@@ -127,6 +155,33 @@ fn safe_divsi<'c, 'b>(
     let negated = e.same("arith.subi", &[zero, a])?;
     let by_minus_one = e.select(is_minus_one, negated, quotient)?;
     e.select(is_zero, zero, by_minus_one)
+}
+
+/// `a << b` or `a >> b` (arithmetic when signed) with the language's meaning for amounts of
+/// the bit width or more (LLVM's shifts make those poison): every bit shifted out.
+fn guarded_shift<'c, 'b>(
+    e: &Emitter<'c, 'b>,
+    kind: BinaryKind,
+    element: ElementType,
+    a: Value<'c, 'b>,
+    b: Value<'c, 'b>,
+) -> ConvertResult<Value<'c, 'b>> {
+    let bits = element.bit_width();
+    let width = e.const_like(b, f64::from(bits))?;
+    let in_range = e.compare(false, cmpi::ULT, b, width)?;
+    let zero = e.const_like(b, 0.0)?;
+    let amount = e.select(in_range, b, zero)?;
+    let (name, out_of_range) = match kind {
+        BinaryKind::ShiftLeft => ("arith.shli", zero),
+        _ if element.is_unsigned() => ("arith.shrui", zero),
+        _ => {
+            // Every bit shifted out of a signed value leaves copies of its sign: a >> (w - 1).
+            let last = e.const_like(b, f64::from(bits - 1))?;
+            ("arith.shrsi", e.same("arith.shrsi", &[a, last])?)
+        }
+    };
+    let shifted = e.same(name, &[a, amount])?;
+    e.select(in_range, shifted, out_of_range)
 }
 
 /// Unsigned division or remainder (`name`) that never traps: by 0 it gives 0.

@@ -12,6 +12,10 @@ use tessera::types::{ElementClass, ElementType, TensorType};
 enum Elements {
     Float,
     Numeric,
+    /// Integers and `i1`: bitwise logic.
+    Bits,
+    /// Integers: shifts.
+    Integer,
 }
 
 impl Elements {
@@ -19,6 +23,8 @@ impl Elements {
         match self {
             Elements::Float => &[ElementClass::Float],
             Elements::Numeric => &[ElementClass::Float, ElementClass::Int],
+            Elements::Bits => &[ElementClass::Int, ElementClass::Bool],
+            Elements::Integer => &[ElementClass::Int],
         }
     }
 
@@ -29,7 +35,7 @@ impl Elements {
                 arity: Arity::One,
                 doc: "any shape; float",
             }],
-            Elements::Numeric => &[OperandSpec {
+            Elements::Numeric | Elements::Bits | Elements::Integer => &[OperandSpec {
                 name: "x",
                 arity: Arity::One,
                 doc: "any shape; float or integer",
@@ -63,11 +69,36 @@ impl Elements {
                     doc: "broadcast-compatible with `lhs`; the same element type",
                 },
             ],
+            Elements::Bits => &[
+                OperandSpec {
+                    name: "lhs",
+                    arity: Arity::One,
+                    doc: "any shape; integer or `i1`",
+                },
+                OperandSpec {
+                    name: "rhs",
+                    arity: Arity::One,
+                    doc: "broadcast-compatible with `lhs`; the same element type",
+                },
+            ],
+            Elements::Integer => &[
+                OperandSpec {
+                    name: "lhs",
+                    arity: Arity::One,
+                    doc: "any shape; integer",
+                },
+                OperandSpec {
+                    name: "rhs",
+                    arity: Arity::One,
+                    doc:
+                        "the shift amounts: broadcast-compatible with `lhs`; the same element type",
+                },
+            ],
         }
     }
 }
 
-use Elements::{Float as FLOAT, Numeric as NUMERIC};
+use Elements::{Bits as BITS, Float as FLOAT, Integer as INTEGER, Numeric as NUMERIC};
 
 const X: &[OperandSpec] = &[OperandSpec {
     name: "x",
@@ -112,6 +143,28 @@ pub enum UnaryKind {
     Floor,
     /// `ceil`.
     Ceil,
+    /// `sin`.
+    Sin,
+    /// `cos`.
+    Cos,
+    /// `tan`.
+    Tan,
+    /// `asin`.
+    Asin,
+    /// `acos`.
+    Acos,
+    /// `atan`.
+    Atan,
+    /// `sinh`.
+    Sinh,
+    /// `cosh`.
+    Cosh,
+    /// `asinh`.
+    Asinh,
+    /// `acosh`.
+    Acosh,
+    /// `atanh`.
+    Atanh,
 }
 
 /// A unary elementwise op: the result has the operand's type.
@@ -246,6 +299,95 @@ pub static CEIL: Unary = unary(
     FLOAT,
 );
 
+/// `sin x`.
+pub static SIN: Unary = unary(
+    UnaryKind::Sin,
+    "sin",
+    "Sine, elementwise.",
+    "`y = sin(x)`, `x` in radians.",
+    FLOAT,
+);
+/// `cos x`.
+pub static COS: Unary = unary(
+    UnaryKind::Cos,
+    "cos",
+    "Cosine, elementwise.",
+    "`y = cos(x)`, `x` in radians.",
+    FLOAT,
+);
+/// `tan x`.
+pub static TAN: Unary = unary(
+    UnaryKind::Tan,
+    "tan",
+    "Tangent, elementwise.",
+    "`y = tan(x)`, `x` in radians.",
+    FLOAT,
+);
+/// `asin x`.
+pub static ASIN: Unary = unary(
+    UnaryKind::Asin,
+    "asin",
+    "Arcsine, elementwise.",
+    "`y = asin(x)` in `[-pi/2, pi/2]`; NaN outside `[-1, 1]`.",
+    FLOAT,
+);
+/// `acos x`.
+pub static ACOS: Unary = unary(
+    UnaryKind::Acos,
+    "acos",
+    "Arccosine, elementwise.",
+    "`y = acos(x)` in `[0, pi]`; NaN outside `[-1, 1]`.",
+    FLOAT,
+);
+/// `atan x`.
+pub static ATAN: Unary = unary(
+    UnaryKind::Atan,
+    "atan",
+    "Arctangent, elementwise.",
+    "`y = atan(x)` in `(-pi/2, pi/2)`.",
+    FLOAT,
+);
+/// `sinh x`.
+pub static SINH: Unary = unary(
+    UnaryKind::Sinh,
+    "sinh",
+    "Hyperbolic sine, elementwise.",
+    "`y = sinh(x) = (e^x - e^-x) / 2`.",
+    FLOAT,
+);
+/// `cosh x`.
+pub static COSH: Unary = unary(
+    UnaryKind::Cosh,
+    "cosh",
+    "Hyperbolic cosine, elementwise.",
+    "`y = cosh(x) = (e^x + e^-x) / 2`.",
+    FLOAT,
+);
+/// `asinh x`.
+pub static ASINH: Unary = unary(
+    UnaryKind::Asinh,
+    "asinh",
+    "Inverse hyperbolic sine, elementwise.",
+    "`y = asinh(x) = ln(x + sqrt(x^2 + 1))`.",
+    FLOAT,
+);
+/// `acosh x`.
+pub static ACOSH: Unary = unary(
+    UnaryKind::Acosh,
+    "acosh",
+    "Inverse hyperbolic cosine, elementwise.",
+    "`y = acosh(x) = ln(x + sqrt(x^2 - 1))`; NaN below 1.",
+    FLOAT,
+);
+/// `atanh x`.
+pub static ATANH: Unary = unary(
+    UnaryKind::Atanh,
+    "atanh",
+    "Inverse hyperbolic tangent, elementwise.",
+    "`y = atanh(x) = ln((1 + x) / (1 - x)) / 2`; infinite at -1 and 1, NaN outside `[-1, 1]`.",
+    FLOAT,
+);
+
 /// The ops of the `Binary` family, so that evaluation and conversion match on a type, not
 /// on names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -266,6 +408,16 @@ pub enum BinaryKind {
     Pow,
     /// `rem`.
     Rem,
+    /// `and`.
+    And,
+    /// `or`.
+    Or,
+    /// `xor`.
+    Xor,
+    /// `shift_left`.
+    ShiftLeft,
+    /// `shift_right`.
+    ShiftRight,
 }
 
 /// A binary elementwise op with numpy broadcasting: the result has the broadcast shape and
@@ -363,6 +515,35 @@ pub static POW: Binary = binary(BinaryKind::Pow, "pow", "Power, elementwise, wit
 
 /// `lhs rem rhs`.
 pub static REM: Binary = binary(BinaryKind::Rem, "rem", "Remainder of division, elementwise, with numpy broadcasting.", "`y = lhs - trunc(lhs / rhs) * rhs`: the remainder of division rounded toward zero, with the sign of `lhs` (C's `fmod` and `%`), broadcasting as `array.add`. A float remainder by zero is NaN; an integer remainder by zero has an unspecified result.", NUMERIC);
+
+/// `lhs & rhs`.
+pub static AND: Binary = binary(
+    BinaryKind::And,
+    "and",
+    "Bitwise and, elementwise, with numpy broadcasting.",
+    "`y = lhs & rhs` on the two's complement bits (on `i1`, logical and), broadcasting as `array.add`.",
+    BITS,
+);
+/// `lhs | rhs`.
+pub static OR: Binary = binary(
+    BinaryKind::Or,
+    "or",
+    "Bitwise or, elementwise, with numpy broadcasting.",
+    "`y = lhs | rhs` on the two's complement bits (on `i1`, logical or), broadcasting as `array.add`.",
+    BITS,
+);
+/// `lhs ^ rhs`.
+pub static XOR: Binary = binary(
+    BinaryKind::Xor,
+    "xor",
+    "Bitwise exclusive or, elementwise, with numpy broadcasting.",
+    "`y = lhs ^ rhs` on the two's complement bits (on `i1`, logical xor; with all ones, bitwise not), broadcasting as `array.add`.",
+    BITS,
+);
+/// `lhs << rhs`.
+pub static SHIFT_LEFT: Binary = binary(BinaryKind::ShiftLeft, "shift_left", "Left shift, elementwise, with numpy broadcasting.", "`y = lhs << rhs`, the bits shifted out dropped and zeros shifted in, broadcasting as `array.add`. The amount is read as unsigned: one of the bit width or more (a negative one included) gives 0.", INTEGER);
+/// `lhs >> rhs`.
+pub static SHIFT_RIGHT: Binary = binary(BinaryKind::ShiftRight, "shift_right", "Right shift, elementwise, with numpy broadcasting.", "`y = lhs >> rhs`: arithmetic (copies of the sign shifted in) for signed types, logical (zeros) for unsigned ones, broadcasting as `array.add`. The amount is read as unsigned: one of the bit width or more (a negative one included) shifts every bit out (0, or -1 for a negative signed value).", INTEGER);
 
 /// `array.compare`: elementwise comparison to `i1`.
 pub struct Compare;

@@ -177,6 +177,17 @@ fn unary_float(kind: UnaryKind, a: f64) -> f64 {
         UnaryKind::Erf => erf(a),
         UnaryKind::Floor => a.floor(),
         UnaryKind::Ceil => a.ceil(),
+        UnaryKind::Sin => a.sin(),
+        UnaryKind::Cos => a.cos(),
+        UnaryKind::Tan => a.tan(),
+        UnaryKind::Asin => a.asin(),
+        UnaryKind::Acos => a.acos(),
+        UnaryKind::Atan => a.atan(),
+        UnaryKind::Sinh => a.sinh(),
+        UnaryKind::Cosh => a.cosh(),
+        UnaryKind::Asinh => a.asinh(),
+        UnaryKind::Acosh => a.acosh(),
+        UnaryKind::Atanh => a.atanh(),
     }
 }
 
@@ -197,12 +208,15 @@ impl Evaluate for Binary {
         let ty = ctx.result_type(0)?;
         let (lp, rp) = (broadcast(&lhs.ty, ty)?, broadcast(&rhs.ty, ty)?);
         match (&lhs.data, &rhs.data) {
-            (TensorData::Float(a), TensorData::Float(b)) => one(Tensor::from_f64(
-                ty,
-                lp.iter()
+            (TensorData::Float(a), TensorData::Float(b)) => {
+                let values = lp
+                    .iter()
                     .zip(&rp)
-                    .map(|(&i, &j)| binary_float(self.kind, a[i], b[j])),
-            )),
+                    .map(|(&i, &j)| binary_float(self.kind, a[i], b[j]))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| unverified("an integer-only op on floats"))?;
+                one(Tensor::from_f64(ty, values))
+            }
             (TensorData::Int(a), TensorData::Int(b)) => {
                 let data = lp
                     .iter()
@@ -215,14 +229,31 @@ impl Evaluate for Binary {
                     data: TensorData::Int(data),
                 })
             }
-            _ => Err(unverified("operands of different or boolean element types")),
+            (TensorData::Bool(a), TensorData::Bool(b)) => {
+                let data = lp
+                    .iter()
+                    .zip(&rp)
+                    .map(|(&i, &j)| match self.kind {
+                        BinaryKind::And => Some(a[i] & b[j]),
+                        BinaryKind::Or => Some(a[i] | b[j]),
+                        BinaryKind::Xor => Some(a[i] ^ b[j]),
+                        _ => None,
+                    })
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| unverified("arithmetic on i1"))?;
+                one(Tensor {
+                    ty: ty.clone(),
+                    data: TensorData::Bool(data),
+                })
+            }
+            _ => Err(unverified("operands of different element types")),
         }
     }
 }
 
-/// A binary op on floats, in f64.
-fn binary_float(kind: BinaryKind, a: f64, b: f64) -> f64 {
-    match kind {
+/// A binary op on floats, in f64; `None` for the integer-only ops.
+fn binary_float(kind: BinaryKind, a: f64, b: f64) -> Option<f64> {
+    Some(match kind {
         BinaryKind::Add => a + b,
         BinaryKind::Sub => a - b,
         BinaryKind::Mul => a * b,
@@ -231,7 +262,12 @@ fn binary_float(kind: BinaryKind, a: f64, b: f64) -> f64 {
         BinaryKind::Min => minimum(a, b),
         BinaryKind::Pow => a.powf(b),
         BinaryKind::Rem => a % b,
-    }
+        BinaryKind::And
+        | BinaryKind::Or
+        | BinaryKind::Xor
+        | BinaryKind::ShiftLeft
+        | BinaryKind::ShiftRight => return None,
+    })
 }
 
 /// A binary op on stored integers of `element` type, on their values (in i128, where no
@@ -253,6 +289,27 @@ fn binary_int(kind: BinaryKind, element: ElementType, a: i64, b: i64) -> Option<
         BinaryKind::Max => x.max(y),
         BinaryKind::Min => x.min(y),
         BinaryKind::Pow => return None,
+        // Bitwise ops on the stored bits (two's complement, the same bits as the value's).
+        BinaryKind::And => i128::from(a & b),
+        BinaryKind::Or => i128::from(a | b),
+        BinaryKind::Xor => i128::from(a ^ b),
+        BinaryKind::ShiftLeft | BinaryKind::ShiftRight => {
+            // The amount read as unsigned: the bit width or more shifts every bit out.
+            let bits = element.bit_width();
+            let amount = u64::try_from(y).ok().filter(|&n| n < u64::from(bits));
+            match (kind, amount) {
+                (BinaryKind::ShiftLeft, Some(n)) => x << n,
+                (BinaryKind::ShiftLeft, None) => 0,
+                (_, Some(n)) => x >> n,
+                (_, None) => {
+                    if x < 0 {
+                        -1
+                    } else {
+                        0
+                    }
+                }
+            }
+        }
     };
     Some(element.wrap_int(r))
 }

@@ -93,26 +93,36 @@ pub fn comparison(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec
     )?])
 }
 
-/// `Not`, `And`, `Or`, `Xor` on booleans.
+/// `Not`, `And`, `Or`, `Xor` on booleans, and `BitwiseNot`, `BitwiseAnd`, `BitwiseOr`,
+/// `BitwiseXor` on integers: `array.and`, `array.or`, `array.xor` (not: xor with all ones).
 pub fn logic(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
     let a = input(inputs, 0)?;
-    let truth = |g: &Graph, v: bool| g.scalar(f64::from(u8::from(v)), ElementType::I1);
-    let y = match node.proto.op_type.as_str() {
+    let op = node.proto.op_type.trim_start_matches("Bitwise");
+    let y = match op {
         "Not" => {
-            let f = truth(g, false);
-            g.compare(&a, &f, "eq")?
+            let element = g.ty(&a).element;
+            let ones = g.scalar(-1.0, element);
+            g.binary("array.xor", &a, &ones)?
         }
-        "And" => {
-            let f = truth(g, false);
-            g.select(&a, &input(inputs, 1)?, &f)?
-        }
-        "Or" => {
-            let t = truth(g, true);
-            g.select(&a, &t, &input(inputs, 1)?)?
-        }
-        _ => g.compare(&a, &input(inputs, 1)?, "ne")?,
+        "And" => g.binary("array.and", &a, &input(inputs, 1)?)?,
+        "Or" => g.binary("array.or", &a, &input(inputs, 1)?)?,
+        _ => g.binary("array.xor", &a, &input(inputs, 1)?)?,
     };
     Ok(vec![y])
+}
+
+/// `BitShift`: `array.shift_left` or `array.shift_right` as `direction` says.
+pub fn bit_shift(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let name = match node.string("direction", "").as_str() {
+        "LEFT" => "array.shift_left",
+        "RIGHT" => "array.shift_right",
+        other => return invalid(format!("direction is '{other}', not 'LEFT' or 'RIGHT'")),
+    };
+    Ok(vec![g.binary(
+        name,
+        &input(inputs, 0)?,
+        &input(inputs, 1)?,
+    )?])
 }
 
 /// `Where`: `cond ? x : y`.
@@ -134,6 +144,17 @@ pub fn unary(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>
         "Tanh" => "array.tanh",
         "Floor" => "array.floor",
         "Ceil" => "array.ceil",
+        "Sin" => "array.sin",
+        "Cos" => "array.cos",
+        "Tan" => "array.tan",
+        "Asin" => "array.asin",
+        "Acos" => "array.acos",
+        "Atan" => "array.atan",
+        "Sinh" => "array.sinh",
+        "Cosh" => "array.cosh",
+        "Asinh" => "array.asinh",
+        "Acosh" => "array.acosh",
+        "Atanh" => "array.atanh",
         "Sigmoid" => "nn.sigmoid",
         "Relu" => "nn.relu",
         _ => {
