@@ -31,8 +31,8 @@ const TENSOR_LIMIT: u64 = 1 << 30;
 DIR holds one folder per case (model.onnx, test_data_set_0/input_J.pb and output_J.pb,
 tolerance.txt), as scripts/onnx_node_tests.py writes them; scripts/onnx-conformance.sh does
 both. Where the importer needs an input's value (a shape, axes, indices) to compile for static
-shapes, the case's integer and single-number inputs are bound to their test values at import
-time. A case passes when every output has the expected type and its elements are within
+shapes, the case's integer inputs and vectors (rank 0 or 1) are bound to their test values at
+import time. A case passes when every output has the expected type and its elements are within
 atol + rtol * |expected| (NaN matching NaN; for bf16 outputs rtol is at least 2^-6, two bf16
 ulps, as in onnx's own runner); it is unsupported when the importer lists a node
 tessera cannot import or a value of a type tessera lacks; it fails otherwise.
@@ -192,8 +192,8 @@ fn lacks_feature(error: &ImportError) -> Option<String> {
 /// What the importer says of an input it needs at import time.
 const KNOWN_AT_IMPORT: &str = "tessera needs it known at import time";
 
-/// The case's integer and single-number inputs (from its test data `data`), by graph input
-/// name: the values an importer may need (shapes, axes, indices, a depth).
+/// The case's integer inputs and vectors (from its test data `data`), by graph input name:
+/// the values an importer may need (shapes, axes, indices, a depth, scales, a region).
 fn integer_inputs(
     model: &tessera_onnx::proto::ModelProto,
     data: &Path,
@@ -207,7 +207,7 @@ fn integer_inputs(
     for (j, info) in inputs.iter().enumerate() {
         let path = data.join(format!("input_{j}.pb"));
         let (_, tensor) = read_tensor(&path, TENSOR_LIMIT).map_err(Outcome::Fail)?;
-        if matches!(tensor.data, TensorData::Int(_)) || tensor.len() == 1 {
+        if matches!(tensor.data, TensorData::Int(_)) || tensor.ty.rank() <= 1 {
             bound.insert(info.name.clone(), tensor);
         }
     }

@@ -4,6 +4,7 @@
 
 mod activation;
 mod attention;
+mod crop;
 mod cumulative;
 mod elementwise;
 mod linear;
@@ -14,7 +15,10 @@ mod number;
 mod one_hot;
 mod rearrange;
 mod reduce;
+mod resize;
+mod rotary;
 mod shape;
+mod top_k;
 
 use crate::graph::{invalid, Graph, NodeResult, Val};
 use crate::node::Node;
@@ -78,6 +82,7 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("CastLike", elementwise::cast),
     ("Ceil", elementwise::unary),
     ("Celu", activation::activation),
+    ("CenterCropPad", crop::center_crop_pad),
     ("Clip", elementwise::clip),
     ("Concat", shape::concat),
     ("Constant", shape::constant),
@@ -124,6 +129,7 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("Log", elementwise::unary),
     ("LogSoftmax", elementwise::softmax),
     ("LpNormalization", norm::lp_norm),
+    ("LpPool", nn::lp_pool),
     ("MatMul", linear::matmul),
     ("Max", elementwise::variadic),
     ("MaxPool", nn::pool),
@@ -156,6 +162,8 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("ReduceSumSquare", reduce::reduce),
     ("Relu", elementwise::unary),
     ("Reshape", shape::reshape),
+    ("Resize", resize::resize),
+    ("RotaryEmbedding", rotary::rotary_embedding),
     ("Round", number::number),
     ("Selu", activation::activation),
     ("Shape", shape::shape),
@@ -181,6 +189,7 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("Tanh", elementwise::unary),
     ("ThresholdedRelu", activation::activation),
     ("Tile", shape::tile),
+    ("TopK", top_k::top_k),
     ("Transpose", shape::transpose),
     ("Trilu", shape::trilu),
     ("Unsqueeze", shape::unsqueeze),

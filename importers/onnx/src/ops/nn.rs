@@ -197,7 +197,10 @@ pub fn pool(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>>
     };
     let kernel: Vec<u64> = kernel.iter().map(|&k| k.max(0) as u64).collect();
     let ceil_mode = node.int("ceil_mode", 0) != 0;
-    let include_pad = !max && node.int("count_include_pad", 0) != 0;
+    // LpPool sums over the window, padding included (as zeros): its average counts the
+    // padding whatever count_include_pad says.
+    let include_pad =
+        node.proto.op_type == "LpPool" || (!max && node.int("count_include_pad", 0) != 0);
     let mut geometry = window(node, &tx.shape[2..], &kernel)?;
     if geometry.dilations != [1, 1] {
         return unsupported(format!("{} with dilations", node.proto.op_type));
@@ -380,6 +383,45 @@ pub fn layer_norm(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec
     let mean = g.cast(&mean, stash)?;
     let inv = g.cast(&inv, stash)?;
     Ok(vec![y, mean, inv])
+}
+
+/// `LpPool`: `(sum |x|^p)^(1/p)` over each window (padding as zeros), as `k` times the
+/// window's average with the padding counted, for any integer `p`.
+pub fn lp_pool(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let x = input(inputs, 0)?;
+    let element = g.ty(&x).element;
+    if !element.is_float() {
+        return invalid(format!("its input is {}, not a float tensor", g.ty(&x)));
+    }
+    let p = node.int("p", 2);
+    if p < 1 {
+        return invalid(format!("p = {p} is not a positive integer"));
+    }
+    let magnitude = g.unary("array.abs", &x)?;
+    let powered = match p {
+        1 => magnitude,
+        2 => g.binary("array.mul", &x, &x)?,
+        _ => {
+            let exponent = g.scalar(p as f64, element);
+            g.binary("array.pow", &magnitude, &exponent)?
+        }
+    };
+    let average = pool(g, node, &[Some(powered)])?.remove(0);
+    let count: i64 = node
+        .ints("kernel_shape")
+        .unwrap_or_default()
+        .iter()
+        .product();
+    let k = g.scalar(count as f64, element);
+    let total = g.binary("array.mul", &average, &k)?;
+    Ok(vec![match p {
+        1 => total,
+        2 => g.unary("array.sqrt", &total)?,
+        _ => {
+            let root = g.scalar(1.0 / p as f64, element);
+            g.binary("array.pow", &total, &root)?
+        }
+    }])
 }
 
 /// `InstanceNormalization`: per sample and channel, over the spatial axes.
