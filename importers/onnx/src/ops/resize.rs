@@ -247,7 +247,7 @@ pub fn resize(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val
         }
         (Some(scales), None) => {
             let scales = g.numbers(&scales, "the scales input")?;
-            if scales.len() != axes.len() || scales.iter().any(|&s| !(s > 0.0)) {
+            if scales.len() != axes.len() || scales.iter().any(|&s| s.is_nan() || s <= 0.0) {
                 return invalid(format!("scales {scales:?} do not fit {} axes", axes.len()));
             }
             for (&a, &scale) in axes.iter().zip(&scales) {
