@@ -1,6 +1,6 @@
 //! Activation ONNX ops without a tessera op of their own, as formulas of `array` ops:
 //! `Softsign`, `Softplus`, `Selu`, `Celu`, `ThresholdedRelu`, `Shrink`, `PRelu`, `Mish`,
-//! `Swish`.
+//! `Swish`, `SwiGLU`.
 
 use super::{input, Inputs};
 use crate::graph::{Graph, NodeResult, Val};
@@ -105,4 +105,14 @@ pub fn activation(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec
         }
     };
     Ok(vec![y])
+}
+
+/// `SwiGLU(A, B)`: `A sigmoid(alpha A) B`.
+pub fn swiglu(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    let (a, b) = (input(inputs, 0)?, input(inputs, 1)?);
+    let alpha = g.scalar(node.float("alpha", 1.0), g.ty(&a).element);
+    let scaled = g.binary("array.mul", &alpha, &a)?;
+    let gate = g.unary("nn.sigmoid", &scaled)?;
+    let swish = g.binary("array.mul", &a, &gate)?;
+    Ok(vec![g.binary("array.mul", &swish, &b)?])
 }

@@ -24,15 +24,22 @@ pub fn arithmetic(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec
     )?])
 }
 
-/// `Pow`: floats only; an exponent of another type is converted to the base's.
+/// `Pow`: an exponent of another type is converted to the base's. Integer powers are taken
+/// in f64 and converted back: exact while the power's magnitude is below 2^53.
 pub fn pow(g: &mut Graph, _: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
     let base = input(inputs, 0)?;
     let element = g.ty(&base).element;
-    if !element.is_float() {
-        return unsupported(format!("Pow of {element} (tessera's pow takes floats)"));
+    if element.is_float() {
+        let exponent = g.cast(&input(inputs, 1)?, element)?;
+        return Ok(vec![g.binary("array.pow", &base, &exponent)?]);
     }
-    let exponent = g.cast(&input(inputs, 1)?, element)?;
-    Ok(vec![g.binary("array.pow", &base, &exponent)?])
+    if element.class() != ElementClass::Int {
+        return invalid(format!("Pow of {element}"));
+    }
+    let wide_base = g.cast(&base, ElementType::F64)?;
+    let exponent = g.cast(&input(inputs, 1)?, ElementType::F64)?;
+    let power = g.binary("array.pow", &wide_base, &exponent)?;
+    Ok(vec![g.cast(&power, element)?])
 }
 
 /// `Mod`: the remainder with the divisor's sign (Python's `%`), or with `fmod` the dividend's

@@ -4,6 +4,7 @@
 
 mod activation;
 mod attention;
+mod causal_conv;
 mod crop;
 mod cumulative;
 mod elementwise;
@@ -80,6 +81,7 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("BitwiseXor", elementwise::logic),
     ("Cast", elementwise::cast),
     ("CastLike", elementwise::cast),
+    ("CausalConvWithState", causal_conv::causal_conv_with_state),
     ("Ceil", elementwise::unary),
     ("Celu", activation::activation),
     ("CenterCropPad", crop::center_crop_pad),
@@ -184,6 +186,7 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("Squeeze", shape::squeeze),
     ("Sub", elementwise::arithmetic),
     ("Sum", elementwise::variadic),
+    ("SwiGLU", activation::swiglu),
     ("Swish", activation::activation),
     ("Tan", elementwise::unary),
     ("Tanh", elementwise::unary),

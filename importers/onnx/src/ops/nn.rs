@@ -302,15 +302,14 @@ fn has_output(node: &Node, index: usize) -> bool {
 /// `BatchNormalization` at inference: `x · a + b` with `a = scale / sqrt(var + eps)` and
 /// `b = bias - mean · a`, per channel (folded when the statistics are constants).
 pub fn batch_norm(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
-    if node.int("training_mode", 0) != 0 || (1..5).any(|i| has_output(node, i)) {
-        return unsupported(
-            "BatchNormalization in training mode (tessera imports inference graphs)",
-        );
-    }
     let x = input(inputs, 0)?;
     let rank = g.ty(&x).rank();
     if rank < 2 {
         return invalid("its input has no channel dimension");
+    }
+    let training = node.int("training_mode", 0) != 0 || (1..3).any(|i| has_output(node, i));
+    if training {
+        return batch_norm_training(g, node, inputs, &x);
     }
     let element = g.ty(&x).element;
     let mut params = Vec::new();
@@ -326,6 +325,47 @@ pub fn batch_norm(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec
     let b = g.binary("array.sub", &params[1], &ma)?;
     let xa = g.binary("array.mul", &x, &a)?;
     Ok(vec![g.binary("array.add", &xa, &b)?])
+}
+
+/// `BatchNormalization` in training mode: normalized by the batch's own mean and (biased)
+/// variance over every axis but the channels', and the running statistics updated with
+/// `momentum`: `Y`, `running_mean`, `running_var`.
+fn batch_norm_training(
+    g: &mut Graph,
+    node: &Node,
+    inputs: &Inputs,
+    x: &Val,
+) -> NodeResult<Vec<Val>> {
+    let ty = g.ty(x);
+    let (rank, element) = (ty.rank(), ty.element);
+    let axes: Vec<i64> = (0..rank as i64).filter(|&a| a != 1).collect();
+    let mean = g.reduce("array.reduce_mean", x, &axes, true)?;
+    let centered = g.binary("array.sub", x, &mean)?;
+    let squares = g.binary("array.mul", &centered, &centered)?;
+    let variance = g.reduce("array.reduce_mean", &squares, &axes, true)?;
+    let eps = g.scalar(node.float("epsilon", 1e-5), element);
+    let shifted = g.binary("array.add", &variance, &eps)?;
+    let inv = g.unary("array.rsqrt", &shifted)?;
+    let scale = per_channel(g, &input(inputs, 1)?, rank)?;
+    let bias = per_channel(g, &input(inputs, 2)?, rank)?;
+    let normalized = g.binary("array.mul", &centered, &inv)?;
+    let scaled = g.binary("array.mul", &normalized, &scale)?;
+    let y = g.binary("array.add", &scaled, &bias)?;
+    let momentum = node.float("momentum", 0.9);
+    let (keep, take) = (
+        g.scalar(momentum, element),
+        g.scalar(1.0 - momentum, element),
+    );
+    let channels = vec![ty.shape[1]];
+    let running = |g: &mut Graph, old: Val, batch: &Val| -> NodeResult<Val> {
+        let batch = g.reshape(batch, channels.clone())?;
+        let kept = g.binary("array.mul", &old, &keep)?;
+        let taken = g.binary("array.mul", &batch, &take)?;
+        g.binary("array.add", &kept, &taken)
+    };
+    let running_mean = running(g, input(inputs, 3)?, &mean)?;
+    let running_var = running(g, input(inputs, 4)?, &variance)?;
+    Ok(vec![y, running_mean, running_var])
 }
 
 /// `LayerNormalization` (opset 17): `nn.layer_norm` with the scale and bias broadcast to the
