@@ -14,10 +14,12 @@ mod nn;
 mod norm;
 mod number;
 mod one_hot;
+mod quant;
 mod rearrange;
 mod reduce;
 mod resize;
 mod rotary;
+mod scatter;
 mod shape;
 mod top_k;
 
@@ -96,8 +98,10 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("CumProd", cumulative::cumulative),
     ("CumSum", cumulative::cumulative),
     ("DepthToSpace", rearrange::rearrange),
+    ("DequantizeLinear", quant::dequantize_linear),
     ("Div", elementwise::arithmetic),
     ("Dropout", elementwise::identity),
+    ("DynamicQuantizeLinear", quant::dynamic_quantize_linear),
     ("Einsum", linear::einsum),
     ("Elu", elementwise::leaky),
     ("Equal", elementwise::comparison),
@@ -109,6 +113,7 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("Floor", elementwise::unary),
     ("Gather", shape::gather),
     ("GatherElements", shape::gather_elements),
+    ("GatherND", scatter::gather_nd),
     ("Gelu", elementwise::gelu),
     ("Gemm", linear::gemm),
     ("GlobalAveragePool", nn::global_pool),
@@ -149,6 +154,8 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("PRelu", activation::activation),
     ("Pad", shape::pad),
     ("Pow", elementwise::pow),
+    ("QLinearMatMul", quant::qlinear_matmul),
+    ("QuantizeLinear", quant::quantize_linear),
     ("RMSNormalization", norm::rms_norm),
     ("Range", shape::range),
     ("Reciprocal", elementwise::unary),
@@ -167,6 +174,9 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("Resize", resize::resize),
     ("RotaryEmbedding", rotary::rotary_embedding),
     ("Round", number::number),
+    ("Scatter", scatter::scatter_elements),
+    ("ScatterElements", scatter::scatter_elements),
+    ("ScatterND", scatter::scatter_nd),
     ("Selu", activation::activation),
     ("Shape", shape::shape),
     ("Shrink", activation::activation),
@@ -190,6 +200,7 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("Swish", activation::activation),
     ("Tan", elementwise::unary),
     ("Tanh", elementwise::unary),
+    ("TensorScatter", scatter::tensor_scatter),
     ("ThresholdedRelu", activation::activation),
     ("Tile", shape::tile),
     ("TopK", top_k::top_k),

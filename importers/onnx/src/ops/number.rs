@@ -64,7 +64,7 @@ pub fn number(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val
 }
 
 /// `x` rounded to the nearest integer, ties to the even one (as numpy's `round`).
-fn round_half_even(g: &mut Graph, x: &Val) -> NodeResult<Val> {
+pub(super) fn round_half_even(g: &mut Graph, x: &Val) -> NodeResult<Val> {
     let element = g.ty(x).element;
     let (half, one, two) = (
         g.scalar(0.5, element),
