@@ -427,3 +427,27 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_readme_lists_every_imported_op() {
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
+    )
+    .expect("README.md");
+    let start = readme.find("Imported op types (").expect("the list");
+    let listed: Vec<&str> = readme[start..]
+        .split_once("): ")
+        .and_then(|(_, rest)| rest.split_once(". "))
+        .map(|(list, _)| list.split_whitespace().collect())
+        .expect("the list ends with '. '");
+    let supported: Vec<&str> = tessera_onnx::ops::SUPPORTED
+        .iter()
+        .map(|(n, _)| *n)
+        .collect();
+    assert_eq!(
+        listed, supported,
+        "README.md's list of imported ops is out of date"
+    );
+    let count = format!("Imported op types ({};", supported.len());
+    assert!(readme.contains(&count), "README.md should say {count}");
+}

@@ -266,15 +266,22 @@ pub fn cast(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>>
 pub fn identity(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
     let x = input(inputs, 0)?;
     if node.proto.op_type == "Dropout" {
-        if node.int("training_mode", 0) != 0 || inputs.get(2).is_some_and(Option::is_some) {
-            if let Some(Some(Val::Const(t))) = inputs.get(2) {
-                if t.get_f64(0) == 0.0 {
-                    return Ok(vec![x.clone(), all_true(g, &x)]);
-                }
-            }
-            return unsupported("Dropout in training mode (tessera imports inference graphs)");
+        // Inputs: data, ratio, training_mode. Off training, or dropping nothing, it passes
+        // the data through.
+        let number = |g: &Graph, i: usize, what: &str| match inputs.get(i) {
+            Some(Some(v)) => g.numbers(v, what).map(|n| n.first().copied()),
+            _ => Ok(None),
+        };
+        let training = match number(g, 2, "the training_mode input")? {
+            Some(v) => v != 0.0,
+            None => node.int("training_mode", 0) != 0,
+        };
+        let drops_nothing =
+            || -> NodeResult<bool> { Ok(number(g, 1, "the ratio input")?.unwrap_or(0.5) == 0.0) };
+        if !training || drops_nothing()? {
+            return Ok(vec![x.clone(), all_true(g, &x)]);
         }
-        return Ok(vec![x.clone(), all_true(g, &x)]);
+        return unsupported("Dropout in training mode (tessera imports inference graphs)");
     }
     Ok(vec![x])
 }

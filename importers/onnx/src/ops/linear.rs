@@ -147,12 +147,26 @@ fn arrange(g: &mut Graph, x: &Val, letters: &[char], order: &[char]) -> NodeResu
 /// letters in both and the output are batch, in both only are contracted, in one and the
 /// output are its free dimensions).
 pub fn einsum(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
-    let equation = node.string("equation", "");
-    let Some((lhs, out)) = equation.split_once("->") else {
-        return unsupported("Einsum without an explicit output ('->')");
+    let equation: String = node
+        .string("equation", "")
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    let (lhs, out) = match equation.split_once("->") {
+        Some((lhs, out)) => (lhs.to_string(), out.to_string()),
+        // Implicit output: the letters written once, in alphabetical order (numpy's rule).
+        None => {
+            let mut once: Vec<char> = equation
+                .chars()
+                .filter(|c| c.is_ascii_alphabetic())
+                .filter(|&c| equation.matches(c).count() == 1)
+                .collect();
+            once.sort_unstable();
+            (equation.clone(), once.into_iter().collect())
+        }
     };
     let terms = lhs.split(',').map(term).collect::<NodeResult<Vec<_>>>()?;
-    let out = term(out)?;
+    let out = term(&out)?;
     let operands: Vec<Val> = inputs.iter().flatten().cloned().collect();
     if terms.len() != operands.len() {
         return invalid(format!(
