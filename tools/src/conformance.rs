@@ -520,7 +520,11 @@ pub fn markdown(results: &[CaseResult], opt_level: u8) -> String {
         .filter(|r| matches!(r.outcome, Outcome::Fail(_)))
         .collect();
     if !failures.is_empty() {
-        let _ = writeln!(out, "\n## Failing cases\n");
+        let _ = writeln!(
+            out,
+            "\n## Failing cases\n\nThose tessera knows of are listed with their measured cause in \
+             `testdata/onnx/conformance-known-failures.txt`.\n"
+        );
         for r in failures {
             if let Outcome::Fail(why) = &r.outcome {
                 let _ = writeln!(out, "- `{}` ({}): {}", r.name, r.op, why.replace('\n', " "));

@@ -16,6 +16,7 @@ mod number;
 mod one_hot;
 mod quant;
 mod rearrange;
+mod recurrent;
 mod reduce;
 mod resize;
 mod rotary;
@@ -111,6 +112,7 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("EyeLike", one_hot::eye_like),
     ("Flatten", shape::flatten),
     ("Floor", elementwise::unary),
+    ("GRU", recurrent::recurrent),
     ("Gather", shape::gather),
     ("GatherElements", shape::gather_elements),
     ("GatherND", scatter::gather_nd),
@@ -129,6 +131,7 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("IsInf", number::number),
     ("IsNaN", number::number),
     ("LRN", nn::lrn),
+    ("LSTM", recurrent::recurrent),
     ("LayerNormalization", nn::layer_norm),
     ("LeakyRelu", elementwise::leaky),
     ("Less", elementwise::comparison),
@@ -157,6 +160,7 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("QLinearMatMul", quant::qlinear_matmul),
     ("QuantizeLinear", quant::quantize_linear),
     ("RMSNormalization", norm::rms_norm),
+    ("RNN", recurrent::recurrent),
     ("Range", shape::range),
     ("Reciprocal", elementwise::unary),
     ("ReduceL1", reduce::reduce),
