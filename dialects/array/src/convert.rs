@@ -7,6 +7,7 @@ use crate::elementwise::{Binary, BinaryKind, Cast, Compare, Select, Unary, Unary
 use crate::layout::{Broadcast, Concat, Gather, Pad, Reshape, Slice, TakeAlong, Transpose};
 use crate::matmul::Matmul;
 use crate::reduce::{Argmax, Reduce, ReduceKind};
+use crate::transcendental;
 use melior::ir::r#type::IntegerType;
 use melior::ir::{Type, Value};
 use tessera::attr::{Attribute as TsrAttribute, Scalar};
@@ -22,7 +23,7 @@ type Results<'c, 'a> = ConvertResult<Vec<Value<'c, 'a>>>;
 
 impl ConvertToMlir for Unary {
     fn lowering(&self) -> &'static str {
-        "`linalg.generic` applying `arith`/`math` (`negf`, `math.exp`, ...; `rsqrt` as `1 / sqrt`, `asin` as `atan(x / sqrt(1 - x^2))`)"
+        "`linalg.generic` applying `arith`/`math` (`negf`, `math.exp`, ...; `rsqrt` as `1 / sqrt`, inverse trigonometric and hyperbolic functions as careful formulas of `exp`, `expm1`, `log1p`, `sqrt`, `atan`)"
     }
 
     fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
@@ -58,24 +59,14 @@ impl ConvertToMlir for Unary {
                     (UnaryKind::Sin, _) => e.same("math.sin", &[x])?,
                     (UnaryKind::Cos, _) => e.same("math.cos", &[x])?,
                     (UnaryKind::Tan, _) => e.same("math.tan", &[x])?,
-                    (UnaryKind::Asin, _) => {
-                        // atan(x / sqrt(1 - x^2)): upstream's polynomial for math.asin is off
-                        // by 1e-2 near |x| = 1 in f32; atan's is accurate, and x = +-1 gives
-                        // atan(+-inf) = +-pi/2.
-                        let one = e.const_like(x, 1.0)?;
-                        let square = e.same("arith.mulf", &[x, x])?;
-                        let rest = e.same("arith.subf", &[one, square])?;
-                        let root = e.same("math.sqrt", &[rest])?;
-                        let ratio = e.same("arith.divf", &[x, root])?;
-                        e.same("math.atan", &[ratio])?
-                    }
-                    (UnaryKind::Acos, _) => e.same("math.acos", &[x])?,
+                    (UnaryKind::Asin, _) => transcendental::asin(e, x)?,
+                    (UnaryKind::Acos, _) => transcendental::acos(e, x)?,
                     (UnaryKind::Atan, _) => e.same("math.atan", &[x])?,
-                    (UnaryKind::Sinh, _) => e.same("math.sinh", &[x])?,
-                    (UnaryKind::Cosh, _) => e.same("math.cosh", &[x])?,
-                    (UnaryKind::Asinh, _) => e.same("math.asinh", &[x])?,
-                    (UnaryKind::Acosh, _) => e.same("math.acosh", &[x])?,
-                    (UnaryKind::Atanh, _) => e.same("math.atanh", &[x])?,
+                    (UnaryKind::Sinh, _) => transcendental::sinh(e, x)?,
+                    (UnaryKind::Cosh, _) => transcendental::cosh(e, x)?,
+                    (UnaryKind::Asinh, _) => transcendental::asinh(e, x)?,
+                    (UnaryKind::Acosh, _) => transcendental::acosh(e, x)?,
+                    (UnaryKind::Atanh, _) => transcendental::atanh(e, x)?,
                 })
             },
         )?;

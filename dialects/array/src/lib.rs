@@ -9,6 +9,7 @@ mod eval;
 pub mod layout;
 pub mod matmul;
 pub mod reduce;
+mod transcendental;
 
 use tessera::dialect::{Dialect, OpDef};
 
