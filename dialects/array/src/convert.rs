@@ -101,7 +101,7 @@ impl ConvertToMlir for Binary {
                 (BinaryKind::Div, false) if unsigned => {
                     return guarded_unsigned(e, "arith.divui", a, b)
                 }
-                (BinaryKind::Div, false) => return safe_divsi(e, a, b),
+                (BinaryKind::Div, false) => return guarded_signed(e, "arith.divsi", a, b),
                 (BinaryKind::Max, true) => "arith.maximumf",
                 (BinaryKind::Max, false) if unsigned => "arith.maxui",
                 (BinaryKind::Max, false) => "arith.maxsi",
@@ -119,7 +119,7 @@ impl ConvertToMlir for Binary {
                 (BinaryKind::Rem, false) if unsigned => {
                     return guarded_unsigned(e, "arith.remui", a, b)
                 }
-                (BinaryKind::Rem, false) => return safe_remsi(e, a, b),
+                (BinaryKind::Rem, false) => return guarded_signed(e, "arith.remsi", a, b),
             };
             e.same(name, &[a, b])
         })?;
@@ -127,11 +127,13 @@ impl ConvertToMlir for Binary {
     }
 }
 
-/// Signed division that never traps: `a / 0` gives 0 and `MIN / -1` wraps to `MIN` (both
-/// unspecified in the language; these are the reference interpreter's choices too). x86's
-/// `idiv` faults on both, which would kill the process.
-fn safe_divsi<'c, 'b>(
+/// Signed division (`arith.divsi`) or remainder (`arith.remsi`) that never traps: by 0 it
+/// gives 0; `MIN / -1` wraps to `MIN` and `MIN rem -1` is 0 (unspecified in the language;
+/// these are the reference interpreter's choices too). x86's `idiv` faults on both, which
+/// would kill the process: the divisors 0 and -1 are replaced by 1 and the results fixed.
+fn guarded_signed<'c, 'b>(
     e: &Emitter<'c, 'b>,
+    name: &str,
     a: Value<'c, 'b>,
     b: Value<'c, 'b>,
 ) -> ConvertResult<Value<'c, 'b>> {
@@ -142,10 +144,14 @@ fn safe_divsi<'c, 'b>(
     let is_minus_one = e.compare(false, cmpi::EQ, b, minus_one)?;
     let unsafe_divisor = e.same("arith.ori", &[is_zero, is_minus_one])?;
     let divisor = e.select(unsafe_divisor, one, b)?;
-    let quotient = e.same("arith.divsi", &[a, divisor])?;
-    let negated = e.same("arith.subi", &[zero, a])?;
-    let by_minus_one = e.select(is_minus_one, negated, quotient)?;
-    e.select(is_zero, zero, by_minus_one)
+    let result = e.same(name, &[a, divisor])?;
+    let result = if name == "arith.divsi" {
+        let negated = e.same("arith.subi", &[zero, a])?;
+        e.select(is_minus_one, negated, result)?
+    } else {
+        result
+    };
+    e.select(is_zero, zero, result)
 }
 
 /// `a << b` or `a >> b` (arithmetic when signed) with the language's meaning for amounts of
@@ -188,24 +194,6 @@ fn guarded_unsigned<'c, 'b>(
     let divisor = e.select(is_zero, one, b)?;
     let result = e.same(name, &[a, divisor])?;
     e.select(is_zero, zero, result)
-}
-
-/// Signed remainder that never traps: `a rem 0` gives 0 (as the interpreter), and `MIN rem -1`
-/// gives 0 (the divisor -1 is replaced by 1, whose remainders are the same).
-fn safe_remsi<'c, 'b>(
-    e: &Emitter<'c, 'b>,
-    a: Value<'c, 'b>,
-    b: Value<'c, 'b>,
-) -> ConvertResult<Value<'c, 'b>> {
-    let zero = e.const_like(b, 0.0)?;
-    let one = e.const_like(b, 1.0)?;
-    let minus_one = e.const_like(b, -1.0)?;
-    let is_zero = e.compare(false, cmpi::EQ, b, zero)?;
-    let is_minus_one = e.compare(false, cmpi::EQ, b, minus_one)?;
-    let unsafe_divisor = e.same("arith.ori", &[is_zero, is_minus_one])?;
-    let divisor = e.select(unsafe_divisor, one, b)?;
-    let remainder = e.same("arith.remsi", &[a, divisor])?;
-    e.select(is_zero, zero, remainder)
 }
 
 impl ConvertToMlir for Compare {

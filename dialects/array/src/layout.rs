@@ -321,28 +321,36 @@ impl OpDef for Gather {
     }
 
     fn infer(&self, ctx: &mut InferContext<'_>) -> Option<Vec<TensorType>> {
-        let (x, indices) = (ctx.operand(0).clone(), ctx.operand(1).clone());
-        if !matches!(indices.element, ElementType::I32 | ElementType::I64) {
-            ctx.operand_error(
-                1,
-                format!(
-                    "operand 'indices' must have i32 or i64 elements, but has {}",
-                    indices.element
-                ),
-            )?;
-        }
-        let axis = ctx.axis("axis", x.rank())?;
-        if x.shape[axis] == 0 {
-            ctx.operand_error(
-                0,
-                format!("operand 'x' has an empty axis {axis}: nothing to gather"),
-            )?;
-        }
+        let (x, indices, axis) = indexed_axis(ctx, "gather")?;
         let mut shape = x.shape[..axis].to_vec();
         shape.extend(&indices.shape);
         shape.extend(&x.shape[axis + 1..]);
         Some(vec![TensorType::new(shape, x.element)])
     }
+}
+
+/// The operands `x` and `indices` of an op that reads `x` along its `axis` attribute at
+/// those indices, and that axis: the indices are `i32` or `i64` and the axis is not empty
+/// (there would be nothing to `verb`).
+fn indexed_axis(ctx: &mut InferContext<'_>, verb: &str) -> Option<(TensorType, TensorType, usize)> {
+    let (x, indices) = (ctx.operand(0).clone(), ctx.operand(1).clone());
+    if !matches!(indices.element, ElementType::I32 | ElementType::I64) {
+        ctx.operand_error(
+            1,
+            format!(
+                "operand 'indices' must have i32 or i64 elements, but has {}",
+                indices.element
+            ),
+        )?;
+    }
+    let axis = ctx.axis("axis", x.rank())?;
+    if x.shape[axis] == 0 {
+        ctx.operand_error(
+            0,
+            format!("operand 'x' has an empty axis {axis}: nothing to {verb}"),
+        )?;
+    }
+    Some((x, indices, axis))
 }
 
 /// `array.take_along`.
@@ -376,23 +384,7 @@ impl OpDef for TakeAlong {
     }
 
     fn infer(&self, ctx: &mut InferContext<'_>) -> Option<Vec<TensorType>> {
-        let (x, indices) = (ctx.operand(0).clone(), ctx.operand(1).clone());
-        if !matches!(indices.element, ElementType::I32 | ElementType::I64) {
-            ctx.operand_error(
-                1,
-                format!(
-                    "operand 'indices' must have i32 or i64 elements, but has {}",
-                    indices.element
-                ),
-            )?;
-        }
-        let axis = ctx.axis("axis", x.rank())?;
-        if x.shape[axis] == 0 {
-            ctx.operand_error(
-                0,
-                format!("operand 'x' has an empty axis {axis}: nothing to take"),
-            )?;
-        }
+        let (x, indices, axis) = indexed_axis(ctx, "take")?;
         let fits = indices.rank() == x.rank()
             && (0..x.rank()).all(|d| d == axis || indices.shape[d] <= x.shape[d]);
         if !fits {

@@ -311,29 +311,17 @@ pub(super) fn pick(g: &mut Graph, x: &Val, axis: usize, indices: &[i64]) -> Node
 /// `Gather` along `axis`: `array.gather` (folded when data and indices are constants, as
 /// the shape chains PyTorch exports are); constant indices out of range are an error.
 pub fn gather(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
-    let data = input(inputs, 0)?;
-    let indices = input(inputs, 1)?;
-    let ty = g.ty(&data);
-    let axis = axis_in(node.int("axis", 0), ty.rank())?;
-    let dim = ty.shape[axis] as i64;
-    if let Ok(picks) = g.ints(&indices, "the indices input") {
-        if let Some(&i) = picks.iter().find(|&&i| i < -dim || i >= dim) {
-            return invalid(format!(
-                "index {i} is out of range for dimension {axis} of {ty}"
-            ));
-        }
-    }
-    let attrs = [("axis", Attribute::Int(axis as i64))];
-    Ok(vec![g.op(
-        "array.gather",
-        &[data, indices],
-        &attrs,
-        None,
-    )?])
+    indexed(g, node, inputs, "array.gather")
 }
 
 /// `GatherElements`: `array.take_along`; constant indices are checked to be in range.
 pub fn gather_elements(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    indexed(g, node, inputs, "array.take_along")
+}
+
+/// `op` (`array.gather` or `array.take_along`) of the data at the indices along `axis`;
+/// constant indices out of range are an error (the op would clamp them).
+fn indexed(g: &mut Graph, node: &Node, inputs: &Inputs, op: &str) -> NodeResult<Vec<Val>> {
     let data = input(inputs, 0)?;
     let indices = input(inputs, 1)?;
     let ty = g.ty(&data);
@@ -347,12 +335,7 @@ pub fn gather_elements(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResul
         }
     }
     let attrs = [("axis", Attribute::Int(axis as i64))];
-    Ok(vec![g.op(
-        "array.take_along",
-        &[data, indices],
-        &attrs,
-        None,
-    )?])
+    Ok(vec![g.op(op, &[data, indices], &attrs, None)?])
 }
 
 /// The numpy broadcast of shapes `a` and `b`.
