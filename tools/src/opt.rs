@@ -662,7 +662,8 @@ fn process(
         (Some(graph), Some(pipeline)) => jit_options(graph, pipeline),
         _ => LlvmOptions::DEFAULT,
     };
-    emit(args, program, graph.as_ref(), llvm)
+    let kernels_assembled = pipeline.is_some_and(|p| p.has_stage("tessera-lower-to-nvvm"));
+    emit(args, program, graph.as_ref(), llvm, kernels_assembled)
 }
 
 /// `--fusion-report`: the pipeline up to its last fusion stage (or the conversion), then the
@@ -694,12 +695,14 @@ fn selection(all: bool, names: &[String]) -> Selection {
 }
 
 /// The output text of `program` as `--emit` asks (an object file is written, giving no text,
-/// compiled as `llvm` says).
+/// compiled as `llvm` says); `kernels_assembled` when the pipeline ran
+/// `tessera-lower-to-nvvm`, so that no PTX means no kernels rather than a short pipeline.
 fn emit(
     args: &OptArgs,
     program: Program<'_>,
     graph: Option<&Module>,
     llvm: LlvmOptions,
+    kernels_assembled: bool,
 ) -> Result<String, Vec<Diagnostic>> {
     let failure = |message: String| vec![Diagnostic::unlocated(message)];
     let default = match program {
@@ -724,12 +727,21 @@ fn emit(
                 .map_err(|e| failure(format!("cannot print MLIR: {e}")))?;
             Ok(format!("{text}\n"))
         }
-        (Emit::Ptx, Program::Mlir(module)) => kernel_ptx(&module).ok_or_else(|| {
-            failure(
+        (Emit::Ptx, Program::Mlir(module)) => match kernel_ptx(&module) {
+            Some(ptx) => Ok(ptx),
+            // Assembled, but nothing left to launch (every result constant or empty).
+            None if kernels_assembled => {
+                let chip = args.gpu_chip.as_deref().unwrap_or("sm_90");
+                Ok(format!(
+                    "//\n// tessera: this program launches no GPU kernels (every result is a \
+                     constant or empty)\n//\n\n.version 8.0\n.target {chip}\n.address_size 64\n"
+                ))
+            }
+            None => Err(failure(
                 "the pipeline does not assemble GPU kernels (it must end in tessera-lower-to-nvvm)"
                     .into(),
-            )
-        }),
+            )),
+        },
         (Emit::LlvmIr, Program::Mlir(module)) => llvm_ir(&module)
             .ok_or_else(|| failure("the pipeline does not end in the LLVM dialect".into())),
         (Emit::Obj, Program::Mlir(module)) => {

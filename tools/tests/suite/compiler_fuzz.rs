@@ -51,6 +51,15 @@ impl Rng {
     pub fn choose<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
         (!items.is_empty()).then(|| self.pick(items))
     }
+
+    /// One of `items` to change, if there is one.
+    pub fn choose_mut<'a, T>(&mut self, items: &'a mut [T]) -> Option<&'a mut T> {
+        if items.is_empty() {
+            return None;
+        }
+        let at = self.below(items.len());
+        items.get_mut(at)
+    }
 }
 
 /// Environment variable `name` as a number, or `default`.

@@ -21,6 +21,7 @@ mod layering;
 mod mlir_oracle;
 pub mod numerics;
 mod onnx_conformance;
+mod onnx_fuzz;
 mod reference_docs;
 mod regressions;
 mod roundtrip;

@@ -139,6 +139,12 @@ fn activations(node: &Node, cell: Cell, directions: usize) -> NodeResult<Vec<Vec
 /// Slice `[from, to)` of axis `axis` of `x`.
 fn part(g: &mut Graph, x: &Val, axis: usize, from: u64, to: u64) -> NodeResult<Val> {
     let shape = g.ty(x).shape;
+    if axis >= shape.len() || to > shape[axis] {
+        return invalid(format!(
+            "{} has no [{from}, {to}) along axis {axis}",
+            g.ty(x)
+        ));
+    }
     let mut start = vec![0; shape.len()];
     let mut limit = shape.clone();
     start[axis] = from;
@@ -251,6 +257,28 @@ pub fn recurrent(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<
         _ => g.ty(&input(inputs, 2)?).shape.last().copied().unwrap_or(0),
     };
     let acts = activations(node, cell, order.len())?;
+    let (dirs, gates) = (order.len() as u64, cell.gates());
+    let expect = |g: &Graph, i: usize, what: &str, shape: Vec<u64>| -> NodeResult<()> {
+        match inputs.get(i).cloned().flatten() {
+            Some(v) if g.ty(&v).shape != shape => {
+                invalid(format!("{what} is {}, not {shape:?}", g.ty(&v)))
+            }
+            _ => Ok(()),
+        }
+    };
+    expect(g, 1, "W", vec![dirs, gates * hidden, x_ty.shape[2]])?;
+    expect(g, 2, "R", vec![dirs, gates * hidden, hidden])?;
+    expect(g, 3, "B", vec![dirs, 2 * gates * hidden])?;
+    expect(g, 5, "initial_h", vec![dirs, batch, hidden])?;
+    if cell == Cell::Lstm {
+        expect(g, 6, "initial_c", vec![dirs, batch, hidden])?;
+        expect(g, 7, "P", vec![dirs, 3 * hidden])?;
+    }
+    if let Some(lens) = inputs.get(4).cloned().flatten() {
+        if g.ty(&lens).shape != [batch] {
+            return invalid(format!("sequence_lens is {}, not [{batch}]", g.ty(&lens)));
+        }
+    }
     // Which batch entries each step still reads: None when every sequence is full.
     let lengths = inputs.get(4).cloned().flatten();
     let active: Option<Val> = match &lengths {
