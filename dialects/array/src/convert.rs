@@ -526,49 +526,66 @@ impl ConvertToMlir for Gather {
     }
 
     fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
-        let (x_ty, indices_ty) = (op.operand_types[0], op.operand_types[1]);
-        let result = op.result();
-        let rank = x_ty.rank() as i64;
-        let axis =
-            op.attr("axis")
-                .and_then(|a| a.as_int())
-                .map_or(0, |a| if a < 0 { a + rank } else { a }) as usize;
-        let q = indices_ty.rank();
-        let dim = x_ty.shape[axis] as i64;
-        let e = &op.emit;
-        let x = op.operands[0];
-        let element = e.element_type(x_ty.element);
-        let out = e.empty(result)?;
-        let loops = result.rank();
-        let results = e.generic(
-            &[Indexed {
-                value: op.operands[1],
-                map: (axis..axis + q).map(MapExpr::Dim).collect(),
-            }],
-            &[(
-                Indexed {
-                    value: out,
-                    map: identity(loops),
-                },
-                result,
-            )],
-            &vec![IteratorKind::Parallel; loops],
-            |inner, args| {
-                let loop_index = |d: usize| inner.loop_index(d);
-                let k = clamped_index(inner, args[0], dim)?;
-                let mut at = Vec::with_capacity(x_ty.rank());
-                for d in 0..x_ty.rank() {
-                    at.push(match d {
-                        d if d < axis => loop_index(d)?,
-                        d if d == axis => k,
-                        d => loop_index(d + q - 1)?,
-                    });
-                }
-                Ok(vec![extract(inner, x, &at, element)?])
-            },
-        )?;
-        Ok(results)
+        // Result loops: x's dimensions before the axis, the indices' q, x's after it.
+        let q = op.operand_types[1].rank();
+        let axis = indexed_axis(op);
+        let indices_map = (axis..axis + q).map(MapExpr::Dim).collect();
+        read_along_axis(op, indices_map, |d| if d < axis { d } else { d + q - 1 })
     }
+}
+
+/// The `axis` attribute of an op indexed along an axis, normalized.
+fn indexed_axis(op: &OpConversion<'_, '_, '_>) -> usize {
+    let rank = op.operand_types[0].rank() as i64;
+    op.attr("axis")
+        .and_then(|a| a.as_int())
+        .map_or(0, |a| if a < 0 { a + rank } else { a }) as usize
+}
+
+/// A `linalg.generic` over the result that reads an index from the indices operand (through
+/// `indices_map`), clamps and wraps it, and extracts `x` there: along the axis at that
+/// index, along each other dimension `d` of `x` at result loop `loop_of(d)`.
+fn read_along_axis<'c, 'a>(
+    op: &OpConversion<'c, 'a, '_>,
+    indices_map: Vec<MapExpr>,
+    loop_of: impl Fn(usize) -> usize,
+) -> Results<'c, 'a> {
+    let x_ty = op.operand_types[0];
+    let result = op.result();
+    let axis = indexed_axis(op);
+    let dim = x_ty.shape[axis] as i64;
+    let e = &op.emit;
+    let x = op.operands[0];
+    let element = e.element_type(x_ty.element);
+    let out = e.empty(result)?;
+    let loops = result.rank();
+    e.generic(
+        &[Indexed {
+            value: op.operands[1],
+            map: indices_map,
+        }],
+        &[(
+            Indexed {
+                value: out,
+                map: identity(loops),
+            },
+            result,
+        )],
+        &vec![IteratorKind::Parallel; loops],
+        |inner, args| {
+            let k = clamped_index(inner, args[0], dim)?;
+            let at = (0..x_ty.rank())
+                .map(|d| {
+                    if d == axis {
+                        Ok(k)
+                    } else {
+                        inner.loop_index(loop_of(d))
+                    }
+                })
+                .collect::<ConvertResult<Vec<_>>>()?;
+            Ok(vec![extract(inner, x, &at, element)?])
+        },
+    )
 }
 
 /// The element of tensor `x` at `at` (`index` values), of MLIR type `element`.
@@ -612,46 +629,8 @@ impl ConvertToMlir for TakeAlong {
     }
 
     fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
-        let x_ty = op.operand_types[0];
-        let result = op.result();
-        let rank = x_ty.rank() as i64;
-        let axis =
-            op.attr("axis")
-                .and_then(|a| a.as_int())
-                .map_or(0, |a| if a < 0 { a + rank } else { a }) as usize;
-        let dim = x_ty.shape[axis] as i64;
-        let e = &op.emit;
-        let x = op.operands[0];
-        let element = e.element_type(x_ty.element);
-        let out = e.empty(result)?;
-        let loops = result.rank();
-        e.generic(
-            &[Indexed {
-                value: op.operands[1],
-                map: identity(loops),
-            }],
-            &[(
-                Indexed {
-                    value: out,
-                    map: identity(loops),
-                },
-                result,
-            )],
-            &vec![IteratorKind::Parallel; loops],
-            |inner, args| {
-                let k = clamped_index(inner, args[0], dim)?;
-                let at = (0..loops)
-                    .map(|d| {
-                        if d == axis {
-                            Ok(k)
-                        } else {
-                            inner.loop_index(d)
-                        }
-                    })
-                    .collect::<ConvertResult<Vec<_>>>()?;
-                Ok(vec![extract(inner, x, &at, element)?])
-            },
-        )
+        // The result has the indices' shape; every other dimension reads its own loop.
+        read_along_axis(op, identity(op.result().rank()), |d| d)
     }
 }
 
