@@ -54,6 +54,13 @@ pub trait OpDef: Evaluate + Sync + 'static {
         None
     }
 
+    /// How the op commutes with a transpose of its operands, for passes that move transposes
+    /// through the graph so that pairs of them cancel (the ONNX importer runs NCHW models
+    /// channels-last this way). The default, [`TransposeRule::Blocks`], is always correct.
+    fn transpose_rule(&self) -> TransposeRule {
+        TransposeRule::Blocks
+    }
+
     /// How the op becomes MLIR (`None`: it decomposes first).
     #[cfg(feature = "mlir")]
     fn converter(&self) -> Option<&dyn crate::mlir::bridge::lowering::ConvertToMlir> {
@@ -71,6 +78,27 @@ impl PartialEq for dyn OpDef {
     fn eq(&self, other: &dyn OpDef) -> bool {
         self.schema().full_name() == other.schema().full_name()
     }
+}
+
+/// How an op commutes with a permutation `p` of its operands' dimensions: when it does,
+/// `op(transpose(a, p), ...)` is `transpose(op'(a, ...), p)`, with `op'` the same op computed
+/// on the untransposed operands (its attributes rewritten as the rule says).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransposeRule {
+    /// It does not (a convolution's fixed layout, a matmul's contraction, a reshape).
+    Blocks,
+    /// Elementwise with broadcasting: any permutation, attributes unchanged, for operands of
+    /// the result's rank (an operand of lower rank is first given leading unit dimensions).
+    Elementwise,
+    /// When its operands and result all have one rank, with the attributes that index
+    /// dimensions rewritten: `per_dim` lists (one entry per dimension) reordered, `axes`
+    /// (a dimension, or a list of them; negative counts from the end) mapped.
+    Axes {
+        /// Attributes holding one entry per dimension (a pad's `low`, a slice's `start`).
+        per_dim: &'static [&'static str],
+        /// Attributes naming dimensions (a concat's `axis`, a reduction's `axes`).
+        axes: &'static [&'static str],
+    },
 }
 
 /// The static description of an op: everything the verifier and the docs need.

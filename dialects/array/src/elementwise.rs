@@ -2,7 +2,9 @@
 //! selection and element type conversion.
 
 use tessera::dialect::Attrs;
-use tessera::dialect::{Arity, AttrDefault, AttrKind, AttrSpec, OpDef, OpSchema, OperandSpec};
+use tessera::dialect::{
+    Arity, AttrDefault, AttrKind, AttrSpec, OpDef, OpSchema, OperandSpec, TransposeRule,
+};
 use tessera::infer::InferContext;
 use tessera::mlir::bridge::lowering::ConvertToMlir;
 use tessera::types::{ElementClass, ElementType, TensorType};
@@ -200,6 +202,10 @@ const fn unary(
 }
 
 impl OpDef for Unary {
+    fn transpose_rule(&self) -> TransposeRule {
+        TransposeRule::Elementwise
+    }
+
     fn flops(&self, _: &[&TensorType], results: &[&TensorType], _: &Attrs) -> u64 {
         results[0].num_elements().unwrap_or(0)
     }
@@ -454,6 +460,10 @@ const fn binary(
 }
 
 impl OpDef for Binary {
+    fn transpose_rule(&self) -> TransposeRule {
+        TransposeRule::Elementwise
+    }
+
     fn flops(&self, _: &[&TensorType], results: &[&TensorType], _: &Attrs) -> u64 {
         results[0].num_elements().unwrap_or(0)
     }
@@ -572,6 +582,10 @@ static COMPARE_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Compare {
+    fn transpose_rule(&self) -> TransposeRule {
+        TransposeRule::Elementwise
+    }
+
     fn flops(&self, _: &[&TensorType], results: &[&TensorType], _: &Attrs) -> u64 {
         results[0].num_elements().unwrap_or(0)
     }
@@ -614,6 +628,10 @@ static SELECT_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Select {
+    fn transpose_rule(&self) -> TransposeRule {
+        TransposeRule::Elementwise
+    }
+
     fn flops(&self, _: &[&TensorType], results: &[&TensorType], _: &Attrs) -> u64 {
         results[0].num_elements().unwrap_or(0)
     }
@@ -653,6 +671,10 @@ static CAST_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Cast {
+    fn transpose_rule(&self) -> TransposeRule {
+        TransposeRule::Elementwise
+    }
+
     fn flops(&self, _: &[&TensorType], results: &[&TensorType], _: &Attrs) -> u64 {
         results[0].num_elements().unwrap_or(0)
     }

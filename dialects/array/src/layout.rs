@@ -3,6 +3,7 @@
 use tessera::attr::Attribute;
 use tessera::dialect::{
     Arity, AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema, OperandSpec,
+    TransposeRule,
 };
 use tessera::infer::{shape_text, InferContext};
 use tessera::mlir::bridge::lowering::ConvertToMlir;
@@ -183,6 +184,13 @@ static CONCAT_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Concat {
+    fn transpose_rule(&self) -> TransposeRule {
+        TransposeRule::Axes {
+            per_dim: &[],
+            axes: &["axis"],
+        }
+    }
+
     fn converter(&self) -> Option<&dyn ConvertToMlir> {
         Some(self)
     }
@@ -252,6 +260,13 @@ static SLICE_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Slice {
+    fn transpose_rule(&self) -> TransposeRule {
+        TransposeRule::Axes {
+            per_dim: &["start", "limit", "stride"],
+            axes: &[],
+        }
+    }
+
     fn converter(&self) -> Option<&dyn ConvertToMlir> {
         Some(self)
     }
@@ -449,6 +464,13 @@ static PAD_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Pad {
+    fn transpose_rule(&self) -> TransposeRule {
+        TransposeRule::Axes {
+            per_dim: &["low", "high"],
+            axes: &[],
+        }
+    }
+
     fn converter(&self) -> Option<&dyn ConvertToMlir> {
         Some(self)
     }

@@ -3,6 +3,7 @@
 use tessera::dialect::Attrs;
 use tessera::dialect::{
     Arity, AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema, OperandSpec,
+    TransposeRule,
 };
 use tessera::infer::InferContext;
 use tessera::mlir::bridge::lowering::ConvertToMlir;
@@ -84,6 +85,13 @@ const fn reduce(
 }
 
 impl OpDef for Reduce {
+    fn transpose_rule(&self) -> TransposeRule {
+        TransposeRule::Axes {
+            per_dim: &[],
+            axes: &["axes"],
+        }
+    }
+
     /// Sums and means add the elements each result element stands for, products multiply
     /// them; maxima and minima round nothing.
     fn accumulated_terms(
@@ -195,6 +203,13 @@ static ARGMAX_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Argmax {
+    fn transpose_rule(&self) -> TransposeRule {
+        TransposeRule::Axes {
+            per_dim: &[],
+            axes: &["axis"],
+        }
+    }
+
     fn flops(&self, operands: &[&TensorType], _: &[&TensorType], _: &Attrs) -> u64 {
         operands[0].num_elements().unwrap_or(0)
     }

@@ -1,7 +1,9 @@
 //! Activations: relu, gelu, sigmoid, silu (elementwise) and softmax, log_softmax (along an axis).
 
 use crate::X;
-use tessera::dialect::{AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema};
+use tessera::dialect::{
+    AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema, TransposeRule,
+};
 use tessera::infer::InferContext;
 use tessera::transforms::decompose::Decompose;
 use tessera::types::{ElementClass, TensorType};
@@ -56,6 +58,19 @@ const fn activation(
 }
 
 impl OpDef for Activation {
+    fn transpose_rule(&self) -> TransposeRule {
+        match self.kind {
+            ActivationKind::Softmax | ActivationKind::LogSoftmax => TransposeRule::Axes {
+                per_dim: &[],
+                axes: &["axis"],
+            },
+            ActivationKind::Relu
+            | ActivationKind::Gelu
+            | ActivationKind::Sigmoid
+            | ActivationKind::Silu => TransposeRule::Elementwise,
+        }
+    }
+
     fn decomposition(&self) -> Option<&dyn Decompose> {
         Some(self)
     }

@@ -3,12 +3,15 @@
 //! folding — an op whose operands are all constants is evaluated by its reference semantics
 //! at import time (so `Shape → Gather → Concat → Reshape` chains, batch-norm statistics and
 //! transposed filters become constants), unless its result would be much larger than its
-//! inputs.
+//! inputs; and transposes written only when a value is used in their layout — an op that
+//! commutes with a transpose (its [`TransposeRule`]) is computed on the untransposed value, so
+//! the NHWC-to-NCHW transpose after one convolution meets the NCHW-to-NHWC one before the next
+//! and both vanish: an NCHW model runs channels-last from end to end.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tessera::attr::{Attribute, DenseValue, ExternalTensor, Scalar};
-use tessera::dialect::{OpDef, Registry};
+use tessera::dialect::{OpDef, Registry, TransposeRule};
 use tessera::exec::bytes::encode;
 use tessera::exec::evaluate::EvalContext;
 use tessera::exec::tensor::{Tensor, TensorData};
@@ -23,6 +26,10 @@ use tessera::weights::{MemoryStore, StoredTensor};
 pub enum Val {
     /// A value of the function being built.
     Dyn(ValueId),
+    /// `transpose(source, perm)` of a value of the function, the transpose not yet written:
+    /// ops that commute with it run on the source (and give a permuted value in turn), others
+    /// get the transpose written, once per source and permutation.
+    Permuted(ValueId, Arc<[i64]>),
     /// A constant (an initializer, a `Constant`, or a folded result).
     Const(Arc<Tensor>),
     /// A large constant whose elements are all this one (a `ConstantOfShape`): kept as one
@@ -77,8 +84,8 @@ pub struct Graph<'r> {
     materialized: HashMap<usize, (Arc<Tensor>, ValueId)>,
     /// Side-file keys of named constants (initializers), by the address of their tensor.
     keys: HashMap<usize, String>,
-    /// Values that are transposes: their source and permutation.
-    transposes: HashMap<ValueId, (ValueId, Vec<i64>)>,
+    /// Transposes written for permuted values, by source and permutation.
+    written_transposes: HashMap<(ValueId, Arc<[i64]>), ValueId>,
     /// The name new values are named after (the current node's first output).
     hint: String,
 }
@@ -92,7 +99,7 @@ impl<'r> Graph<'r> {
             store: MemoryStore::new(side_file),
             materialized: HashMap::new(),
             keys: HashMap::new(),
-            transposes: HashMap::new(),
+            written_transposes: HashMap::new(),
             hint: "v".into(),
         }
     }
@@ -146,6 +153,7 @@ impl<'r> Graph<'r> {
     pub fn ty(&self, v: &Val) -> TensorType {
         match v {
             Val::Dyn(id) => self.builder.ty(*id).clone(),
+            Val::Permuted(id, perm) => permuted(self.builder.ty(*id), perm),
             Val::Const(t) => t.ty.clone(),
             Val::Splat(_, ty) => ty.clone(),
         }
@@ -167,11 +175,22 @@ impl<'r> Graph<'r> {
         attrs: &[(&str, Attribute)],
         written: Option<TensorType>,
     ) -> NodeResult<Val> {
-        let def = self.def(name)?;
         let attrs: BTreeMap<String, Attribute> = attrs
             .iter()
             .map(|(k, v)| (k.to_string(), v.clone()))
             .collect();
+        self.op_with(name, operands, attrs, written)
+    }
+
+    /// [`Graph::op`] with its attributes by key.
+    fn op_with(
+        &mut self,
+        name: &str,
+        operands: &[Val],
+        attrs: BTreeMap<String, Attribute>,
+        written: Option<TensorType>,
+    ) -> NodeResult<Val> {
+        let def = self.def(name)?;
         let operand_types: Vec<TensorType> = operands.iter().map(|v| self.ty(v)).collect();
         let written = written.map(|t| vec![t]);
         let types = infer_op(
@@ -182,6 +201,9 @@ impl<'r> Graph<'r> {
             Span::default(),
         )
         .map_err(|e| NodeError::Invalid(format!("'{name}': {e}")))?;
+        if let Some(sunk) = self.sink(def, operands, &attrs, written.as_deref(), &types)? {
+            return Ok(sunk);
+        }
         if let ([only], [ty]) = (operands, types.as_slice()) {
             if let Some(value) = self
                 .splat_value(only)
@@ -195,7 +217,7 @@ impl<'r> Graph<'r> {
             .iter()
             .map(|v| match v {
                 Val::Const(t) => Some(t.as_ref()),
-                Val::Dyn(_) | Val::Splat(..) => None,
+                Val::Dyn(_) | Val::Permuted(..) | Val::Splat(..) => None,
             })
             .collect();
         if let Some(consts) = consts.filter(|c| !c.is_empty()) {
@@ -247,6 +269,20 @@ impl<'r> Graph<'r> {
     pub fn materialize(&mut self, v: &Val) -> NodeResult<ValueId> {
         let tensor = match v {
             Val::Dyn(id) => return Ok(*id),
+            Val::Permuted(source, perm) => {
+                let key = (*source, perm.clone());
+                if let Some(id) = self.written_transposes.get(&key) {
+                    return Ok(*id);
+                }
+                let list = Attribute::List(perm.iter().map(|&p| Attribute::Int(p)).collect());
+                let attrs = BTreeMap::from([("perm".to_string(), list)]);
+                let id = match self.op_with("array.transpose", &[Val::Dyn(*source)], attrs, None)? {
+                    Val::Dyn(id) => id,
+                    other => self.materialize(&other)?,
+                };
+                self.written_transposes.insert(key, id);
+                return Ok(id);
+            }
             Val::Const(t) => t,
             Val::Splat(value, ty) => {
                 let def = self.def("array.constant")?;
@@ -339,33 +375,156 @@ impl<'r> Graph<'r> {
         Ok((self.builder.finish(returns), self.store))
     }
 
-    /// `x` with its dimensions permuted by `perm`; a transpose of a transpose is one (or
+    /// `x` with its dimensions permuted by `perm`: a constant's folded, a value's left
+    /// [`Val::Permuted`] until a use needs it written; a transpose of a transpose is one (or
     /// none, when they cancel).
     pub fn transpose(&mut self, x: &Val, perm: &[i64]) -> NodeResult<Val> {
-        let (source, perm) = match x {
-            Val::Dyn(id) => match self.transposes.get(id) {
-                Some((source, first)) => (
-                    Val::Dyn(*source),
-                    perm.iter().map(|&p| first[p as usize]).collect(),
-                ),
-                None => (x.clone(), perm.to_vec()),
-            },
-            Val::Const(_) | Val::Splat(..) => (x.clone(), perm.to_vec()),
-        };
-        if perm.iter().enumerate().all(|(i, &p)| p == i as i64) {
-            return Ok(source);
-        }
         let list = Attribute::List(perm.iter().map(|&p| Attribute::Int(p)).collect());
-        let y = self.op(
-            "array.transpose",
-            std::slice::from_ref(&source),
-            &[("perm", list)],
-            None,
-        )?;
-        if let (Val::Dyn(y), Val::Dyn(source)) = (&y, &source) {
-            self.transposes.insert(*y, (*source, perm));
+        let (source, perm): (ValueId, Vec<i64>) = match x {
+            Val::Const(_) | Val::Splat(..) => {
+                return self.op(
+                    "array.transpose",
+                    std::slice::from_ref(x),
+                    &[("perm", list)],
+                    None,
+                )
+            }
+            Val::Dyn(id) => (*id, perm.to_vec()),
+            Val::Permuted(id, first) => (*id, perm.iter().map(|&p| first[p as usize]).collect()),
+        };
+        // The permutation is checked against the value as the caller sees it.
+        self.check("array.transpose", &[self.ty(x)], &[("perm", list)])?;
+        if perm.iter().enumerate().all(|(i, &p)| p == i as i64) {
+            return Ok(Val::Dyn(source));
         }
-        Ok(y)
+        Ok(Val::Permuted(source, perm.into()))
+    }
+
+    /// The result types of `name` on operands of types `operand_types` with `attrs`, or why
+    /// they do not fit.
+    fn check(
+        &self,
+        name: &str,
+        operand_types: &[TensorType],
+        attrs: &[(&str, Attribute)],
+    ) -> NodeResult<Vec<TensorType>> {
+        let attrs: BTreeMap<String, Attribute> = attrs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        infer_op(
+            self.def(name)?,
+            operand_types,
+            &attrs,
+            None,
+            Span::default(),
+        )
+        .map_err(|e| NodeError::Invalid(format!("'{name}': {e}")))
+    }
+
+    /// `def` on `operands` computed on the sources of its permuted operands when it commutes
+    /// with their permutation ([`OpDef::transpose_rule`]), its result permuted in turn; `None`
+    /// when it does not, or when that would write a transpose of a value as large as the
+    /// result (an operand in another layout).
+    fn sink(
+        &mut self,
+        def: &dyn OpDef,
+        operands: &[Val],
+        attrs: &BTreeMap<String, Attribute>,
+        written: Option<&[TensorType]>,
+        types: &[TensorType],
+    ) -> NodeResult<Option<Val>> {
+        let rule = def.transpose_rule();
+        let [result] = types else {
+            return Ok(None);
+        };
+        if rule == TransposeRule::Blocks {
+            return Ok(None);
+        }
+        let rank = result.rank();
+        let Some(perm) = operands.iter().find_map(|v| match v {
+            Val::Permuted(_, perm) if perm.len() == rank => Some(perm.clone()),
+            _ => None,
+        }) else {
+            return Ok(None);
+        };
+        let inverse = invert(&perm);
+        // How each operand reaches the untransposed layout, decided for all before any op is
+        // written.
+        enum Route {
+            Source(ValueId),
+            Unchanged,
+            Transposed,
+        }
+        let mut routes = Vec::with_capacity(operands.len());
+        for v in operands {
+            let ty = self.ty(v);
+            let broadcast = rule == TransposeRule::Elementwise
+                && ty.rank() <= rank
+                && ty.num_elements() < result.num_elements();
+            let constant = matches!(v, Val::Const(_) | Val::Splat(..));
+            routes.push(match v {
+                Val::Permuted(source, p) if *p == perm => Route::Source(*source),
+                _ if broadcast && ty.num_elements() == Some(1) => Route::Unchanged,
+                _ if broadcast || (constant && ty.rank() == rank) => Route::Transposed,
+                _ => return Ok(None),
+            });
+        }
+        let mut sources = Vec::with_capacity(operands.len());
+        for (v, route) in operands.iter().zip(routes) {
+            sources.push(match route {
+                Route::Source(id) => Val::Dyn(id),
+                Route::Unchanged => v.clone(),
+                Route::Transposed => {
+                    // Leading unit dimensions first, as broadcasting would add them.
+                    let ty = self.ty(v);
+                    let mut shape = vec![1; rank - ty.rank()];
+                    shape.extend(&ty.shape);
+                    let full = self.reshape(v, shape)?;
+                    match self.transpose(&full, &inverse)? {
+                        permuted @ Val::Permuted(..) => Val::Dyn(self.materialize(&permuted)?),
+                        other => other,
+                    }
+                }
+            });
+        }
+        let mut attrs = attrs.clone();
+        if let TransposeRule::Axes { per_dim, axes } = rule {
+            for key in per_dim {
+                if let Some(Attribute::List(list)) = attrs.get(*key) {
+                    let mut reordered = list.clone();
+                    for (d, entry) in list.iter().enumerate() {
+                        reordered[perm[d] as usize] = entry.clone();
+                    }
+                    attrs.insert(key.to_string(), Attribute::List(reordered));
+                }
+            }
+            let map = |a: i64| perm[a.rem_euclid(rank as i64) as usize];
+            for key in axes {
+                let mapped = match attrs.get(*key) {
+                    Some(Attribute::Int(a)) => Attribute::Int(map(*a)),
+                    Some(Attribute::List(list)) => {
+                        let mut mapped: Vec<i64> = list
+                            .iter()
+                            .filter_map(|a| match a {
+                                Attribute::Int(a) => Some(map(*a)),
+                                _ => None,
+                            })
+                            .collect();
+                        mapped.sort_unstable();
+                        Attribute::List(mapped.into_iter().map(Attribute::Int).collect())
+                    }
+                    _ => continue,
+                };
+                attrs.insert(key.to_string(), mapped);
+            }
+        }
+        let written = written
+            .and_then(|w| w.first())
+            .map(|w| permuted(w, &inverse));
+        let name = def.schema().full_name();
+        let y = self.op_with(&name, &sources, attrs, written)?;
+        self.transpose(&y, &perm).map(Some)
     }
 
     /// `x` reshaped to `shape` (itself when it has that shape).
@@ -500,7 +659,7 @@ impl<'r> Graph<'r> {
             },
             Val::Splat(Scalar::Int(v), ty) => Ok(vec![*v; ty.num_elements().unwrap_or(0) as usize]),
             Val::Splat(_, ty) => invalid(format!("{what} must be integers, but it is {ty}")),
-            Val::Dyn(_) => unsupported(format!(
+            Val::Dyn(_) | Val::Permuted(..) => unsupported(format!(
                 "{what} is computed from the graph's inputs at run time; tessera needs it known at import time"
             )),
         }
@@ -511,9 +670,26 @@ impl<'r> Graph<'r> {
         match v {
             Val::Const(t) => Ok((0..t.len()).map(|i| t.get_f64(i)).collect()),
             Val::Splat(v, ty) => Ok(vec![v.as_f64(); ty.num_elements().unwrap_or(0) as usize]),
-            Val::Dyn(_) => unsupported(format!(
+            Val::Dyn(_) | Val::Permuted(..) => unsupported(format!(
                 "{what} is computed from the graph's inputs at run time; tessera needs it known at import time"
             )),
         }
     }
+}
+
+/// `ty` with its dimensions permuted by `perm` (`transpose(ty, perm)`).
+fn permuted(ty: &TensorType, perm: &[i64]) -> TensorType {
+    TensorType::new(
+        perm.iter().map(|&p| ty.shape[p as usize]).collect(),
+        ty.element,
+    )
+}
+
+/// The permutation that undoes `perm`.
+fn invert(perm: &[i64]) -> Vec<i64> {
+    let mut inverse = vec![0; perm.len()];
+    for (d, &p) in perm.iter().enumerate() {
+        inverse[p as usize] = d as i64;
+    }
+    inverse
 }

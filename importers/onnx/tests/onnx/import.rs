@@ -396,6 +396,80 @@ fn shape_chains_fold_and_layout_transposes_cancel() {
     );
 }
 
+#[test]
+fn transposes_sink_through_what_commutes_with_them() {
+    // conv 1x1 -> per-channel scale -> relu -> pad -> conv 1x1 -> softmax over the channels,
+    // on NCHW: the ops between the convolutions run channels-last (the softmax with its axis
+    // moved), so the only transposes are the input's into NHWC and the result's out of it.
+    let w1: Vec<f32> = (0..8).map(|i| (i as f32 - 3.5) / 4.0).collect();
+    let scale = vec![1.0, -2.0, 0.5, 3.0];
+    let w2: Vec<f32> = (0..12).map(|i| (i as f32 - 6.0) / 8.0).collect();
+    let m = model(
+        vec![
+            node("Conv", &["x", "w1"], &["c1"], vec![]),
+            node("Mul", &["c1", "scale"], &["s"], vec![]),
+            node("Relu", &["s"], &["r"], vec![]),
+            node("Pad", &["r", "pads"], &["p"], vec![]),
+            node("Conv", &["p", "w2"], &["c2"], vec![]),
+            node("Softmax", &["c2"], &["y"], vec![int_attr("axis", 1)]),
+        ],
+        vec![value("x", &[1, 2, 3, 3])],
+        vec![value("y", &[1, 3, 4, 4])],
+        vec![
+            floats("w1", &[4, 2, 1, 1], w1.clone()),
+            floats("scale", &[4, 1, 1], scale.clone()),
+            int64s("pads", &[0, 0, 1, 0, 0, 0, 0, 1]),
+            floats("w2", &[3, 4, 1, 1], w2.clone()),
+        ],
+    );
+    let result = imported(&m);
+    let ops = op_names(&result.module);
+    let transposes: Vec<usize> = (0..ops.len())
+        .filter(|&i| ops[i] == "array.transpose")
+        .collect();
+    let convs: Vec<usize> = (0..ops.len()).filter(|&i| ops[i] == "nn.conv2d").collect();
+    assert_eq!(transposes.len(), 2, "{ops:?}");
+    assert!(
+        transposes[0] < convs[0] && transposes[1] > convs[1],
+        "no transpose between the convolutions: {ops:?}"
+    );
+    let xt = TensorType::new(vec![1, 2, 3, 3], ElementType::F32);
+    let x = Tensor::from_f64(&xt, (0..18).map(|i| (i as f64 - 9.0) / 5.0));
+    let y = interpret(&result.module, 0, std::slice::from_ref(&x)).expect("runs");
+    // The same graph computed directly on NCHW.
+    let at = |f: usize, h: usize, w: usize| (f * 4 + h) * 4 + w;
+    let mut p = vec![0.0f64; 64];
+    for f in 0..4 {
+        for h in 0..3 {
+            for w in 0..3 {
+                let c1: f64 = (0..2)
+                    .map(|c| f64::from(w1[f * 2 + c]) * x.get_f64(c * 9 + h * 3 + w))
+                    .sum();
+                p[at(f, h + 1, w)] = (c1 * f64::from(scale[f])).max(0.0);
+            }
+        }
+    }
+    for h in 0..4 {
+        for w in 0..4 {
+            let logits: Vec<f64> = (0..3)
+                .map(|g| {
+                    (0..4)
+                        .map(|f| f64::from(w2[g * 4 + f]) * p[at(f, h, w)])
+                        .sum()
+                })
+                .collect();
+            let total: f64 = logits.iter().map(|l| l.exp()).sum();
+            for (g, l) in logits.iter().enumerate() {
+                let got = y[0].get_f64(g * 16 + h * 4 + w);
+                assert!(
+                    (got - l.exp() / total).abs() < 1e-6,
+                    "y[0, {g}, {h}, {w}] = {got}"
+                );
+            }
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
