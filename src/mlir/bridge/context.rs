@@ -28,6 +28,8 @@ extern "C" {
     fn tesseraRegisterKernelOperandsPass();
     /// Registers `tessera-hoist-loop-invariant-subsets` (src/mlir/cpu/cxx/subset_hoisting.cpp).
     fn tesseraRegisterSubsetHoistingPass();
+    /// Registers `tessera-pad-constant-rows` (src/mlir/cpu/cxx/constant_row_padding.cpp).
+    fn tesseraRegisterConstantRowPaddingPass();
     /// Registers `tessera-form-gpu-kernels` (src/mlir/gpu/cxx/kernel_regions.cpp).
     fn tesseraRegisterFormGpuKernelsPass();
     /// Registers `tessera-promote-block-buffers` (src/mlir/gpu/cxx/block_buffers.cpp).
@@ -80,6 +82,7 @@ impl MlirContext {
                 tesseraRegisterSharedTensorsPass();
                 tesseraRegisterKernelOperandsPass();
                 tesseraRegisterSubsetHoistingPass();
+                tesseraRegisterConstantRowPaddingPass();
                 tesseraRegisterFormGpuKernelsPass();
                 tesseraRegisterPromoteBlockBuffersPass();
                 tesseraRegisterMergeGpuModulesPass();

@@ -3,7 +3,8 @@
 //! (register tiles, which `tessera-vectorize` turns into vectors). The strategy attaches both
 //! to ops that have none; `sizes=` gives the cache sizes of every op and skips the register
 //! level. Before that, long row reductions are split (`split_reduction`) so that they
-//! accumulate in vector lanes (see [`SPLIT_LANES`]). Precondition: linalg on tensors.
+//! accumulate in vector lanes (see [`SPLIT_LANES`]), and constant convolution filters whose
+//! rows alias in the L1 get padded rows ([`PAD_ROWS`]). Precondition: linalg on tensors.
 
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::{walk, WalkedOp};
@@ -13,7 +14,8 @@ use crate::mlir::pipeline::schedule::{
     apply_schedule, match_each, Author, SCHEDULE_HEAD, SCHEDULE_TAIL,
 };
 use crate::mlir::pipeline::stages::{
-    expect_mlir, stage_error, OptionKind, Program, Stage, StageEnv, StageOption, StageOptions,
+    expect_mlir, run_upstream, stage_error, OptionKind, Program, Stage, StageEnv, StageOption,
+    StageOptions,
 };
 use melior::ir::attribute::{DenseI64ArrayAttribute, IntegerAttribute};
 use melior::ir::r#type::IntegerType;
@@ -22,6 +24,10 @@ use std::fmt::Write;
 
 /// Tiling as a stage.
 pub struct Tile;
+
+/// Pads the rows of the constant filters convolutions stream when rows a multiple of 512
+/// bytes apart would share a few L1 sets (src/mlir/cpu/cxx/constant_row_padding.cpp).
+const PAD_ROWS: &str = "tessera-pad-constant-rows";
 
 /// Marks each op to tile for the schedule, which matches it by this attribute.
 const MARKER: &str = "tessera.tile_id";
@@ -194,6 +200,7 @@ impl Stage for Tile {
         let ctx = env.context.context();
         if forced.is_none() {
             split_reductions(env, &mut module, self.name())?;
+            run_upstream(env, &mut module, PAD_ROWS, self.name())?;
         }
         let mut tiles = String::new();
         let unit = match options
