@@ -18,6 +18,11 @@ Run (after `cargo build --release`):
         [--systems jax,tf-xla] [--json out.json]
 On a GPU machine (PyTorch, JAX and CuPy installed), the GPU comparison (bench/compare_gpu.py):
     python3 bench/compare.py --target=cuda [--workload w1_b1,w3,w4] [--time 1]
+The real architectures imported from ONNX (MobileNetV2, ResNet50, a BERT-style encoder layer,
+written by bench/export_models.py) against ONNX Runtime, on 1 and 2 threads
+(bench/compare_onnx.py):
+    bench/.venv/bin/python bench/compare.py --real-models [--models target/models]
+        [--threads 1,2] [--time 2] [--json out.json]
 """
 
 import argparse
@@ -37,6 +42,12 @@ if "--target=cuda" in sys.argv[1:] or any(
 ):
     gpu_script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compare_gpu.py")
     os.execv(sys.executable, [sys.executable, gpu_script] + sys.argv[1:])
+
+# --real-models: the imported architectures against ONNX Runtime are their own script too.
+if "--real-models" in sys.argv[1:]:
+    onnx_script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compare_onnx.py")
+    rest = [a for a in sys.argv[1:] if a != "--real-models"]
+    os.execv(sys.executable, [sys.executable, onnx_script] + rest)
 
 
 def threads_asked():

@@ -19,6 +19,7 @@ use tessera::ir::Module;
 use tessera::mlir::cpu::compile::jit_options;
 use tessera::mlir::cpu::llvm::llvm_ir;
 use tessera::mlir::cpu::runtime::jit::{write_object_file, LlvmOptions};
+use tessera::mlir::cpu::strategy::NAMED_TARGET_L2_BYTES;
 use tessera::mlir::gpu::ptx::kernel_ptx;
 use tessera::mlir::gpu::GPU_CHIPS;
 use tessera::mlir::pipeline::fusion_report::{report_json, report_of_pipeline, report_text};
@@ -575,6 +576,10 @@ fn chosen_pipeline(args: &OptArgs) -> Result<Option<Pipeline>, PipelineChoiceErr
             "avx2"
         };
         pipeline.set_option("tessera-tile", "unit", unit);
+        // And the cache sizes: a named target's, not the host's.
+        let l2 = NAMED_TARGET_L2_BYTES.to_string();
+        pipeline.set_option("tessera-tile", "l2", &l2);
+        pipeline.set_option("tessera-fuse", "l2", &l2);
     }
     Ok(Some(pipeline))
 }

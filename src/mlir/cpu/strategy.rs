@@ -232,7 +232,7 @@ pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64], unit: VectorUnit)
 /// nothing across a tile: they go one row at a time, the whole row (16 x 64 blocks read 256
 /// bytes per row at a 4 KiB stride, 48 streams for an add, and ran an add over 4096 x 1024
 /// 2.4x slower than LLVM's loop at -O0; whole rows also compile faster).
-pub fn choose(name: &str, loops: &Loops) -> Vec<i64> {
+pub fn choose(name: &str, loops: &Loops, l2_bytes: i64) -> Vec<i64> {
     let elementwise = loops.0.iter().all(|(_, reduction)| !reduction)
         && !name.starts_with("linalg.conv_2d")
         && !name.starts_with("linalg.pooling_nhwc");
@@ -248,14 +248,65 @@ pub fn choose(name: &str, loops: &Loops) -> Vec<i64> {
             .map(|i| if i == last { 0 } else { 1 })
             .collect();
     }
-    blocks(name, loops)
+    let mut tiles = blocks(name, loops);
+    if name == "linalg.matmul" && rows_whole(loops, tiles[1], l2_bytes) {
+        tiles[0] = 0;
+    }
+    tiles
 }
 
-/// The tiles of a matmul or convolution fused with its elementwise epilogue, over the
-/// epilogue's `loops`: blocks of 16 rows by 64 columns, which the contraction's own cache and
-/// register tiles then divide.
-pub fn epilogue_tiles(loops: &Loops) -> Vec<i64> {
-    blocks("linalg.generic", loops)
+/// Whether a matmul with `loops` (`[M, N, K]`) takes all its rows in each cache tile of
+/// `columns` columns: when B has several such panels, A is the smaller operand and A stays in
+/// half the L2 (`l2_bytes`), each column panel of B is then streamed once, where tiles of 16 rows streamed all of B once per 16 rows (the encoder
+/// layer's 128 x 768 by 768 x 3072 at 32% of the FMA peak: B, 9 MB, came from memory 8 times;
+/// 128 x 768 by 768 x 768 went from 44% to 72%).
+fn rows_whole(loops: &Loops, columns: i64, l2_bytes: i64) -> bool {
+    match loops.0.as_slice() {
+        [(m, false), (n, false), (k, true)] => {
+            columns < *n && m * k * 4 <= l2_bytes / 2 && k * n > m * k
+        }
+        _ => false,
+    }
+}
+
+/// The tiles of a matmul or convolution (`anchor`, with `anchor_loops`) fused with its
+/// elementwise epilogue, over the epilogue's `loops`: blocks of 16 rows by 64 columns, which
+/// the contraction's own cache and register tiles then divide; all rows where the matmul
+/// takes them whole ([`rows_whole`]).
+pub fn epilogue_tiles(
+    anchor: &str,
+    anchor_loops: &Loops,
+    loops: &Loops,
+    l2_bytes: i64,
+) -> Vec<i64> {
+    let mut tiles = blocks("linalg.generic", loops);
+    if anchor == "linalg.matmul" && tiles.len() == 2 && rows_whole(anchor_loops, tiles[1], l2_bytes)
+    {
+        tiles[0] = 0;
+    }
+    tiles
+}
+
+/// The L2 a target named by its features (`tessera-opt --target-features`) is sized for, so
+/// that what it compiles to does not depend on the host: 1 MiB (Skylake-SP and later Xeons,
+/// Zen 4).
+pub const NAMED_TARGET_L2_BYTES: u64 = 1 << 20;
+
+/// The L2 cache of the host's first core in bytes, from `/sys` (1 MiB where it does not say).
+pub fn host_l2_bytes() -> u64 {
+    std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index2/size")
+        .ok()
+        .and_then(|text| {
+            let text = text.trim();
+            let (digits, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit())?);
+            let scale = match unit {
+                "K" => 1 << 10,
+                "M" => 1 << 20,
+                _ => return None,
+            };
+            digits.parse::<u64>().ok().map(|n| n * scale)
+        })
+        .unwrap_or(NAMED_TARGET_L2_BYTES)
 }
 
 /// The elements of B a matmul's K block may span (K block x N tile): 256 x 64 floats, 64 KB,
@@ -300,6 +351,9 @@ fn blocks(name: &str, loops: &Loops) -> Vec<i64> {
 mod tests {
     use super::*;
 
+    /// The L2 the tests size for: 1 MiB.
+    const L2: i64 = 1 << 20;
+
     #[test]
     fn cache_tiles_along_the_lanes_keep_whole_registers() {
         assert_eq!(lane_aligned_divisor_at_most(72, 64), 24);
@@ -338,7 +392,7 @@ mod tests {
         assert_eq!(VectorUnit::AVX2.matmul_tile(), (4, 16));
         assert_eq!(VectorUnit::AVX512.matmul_tile(), (8, 32));
         let loops = Loops(vec![(1024, false), (1024, false), (1024, true)]);
-        let cache = choose("linalg.matmul", &loops);
+        let cache = choose("linalg.matmul", &loops, L2);
         assert_eq!(
             choose_vector("linalg.matmul", &loops, &cache, VectorUnit::AVX512),
             [8, 32, 1]
@@ -357,7 +411,7 @@ mod tests {
             (3, true),
             (128, true),
         ]);
-        let cache = choose("linalg.conv_2d_nhwc_hwcf", &conv);
+        let cache = choose("linalg.conv_2d_nhwc_hwcf", &conv, L2);
         assert_eq!(cache, [1, 14, 14, 64, 0, 0, 0]);
         assert_eq!(
             choose_vector(
@@ -374,7 +428,7 @@ mod tests {
         );
         // Pooling contracts nothing: rows of 8 pixels (7 here) by 16 lanes.
         let pool = Loops(conv.0[..6].to_vec());
-        let cache = choose("linalg.pooling_nhwc_max", &pool);
+        let cache = choose("linalg.pooling_nhwc_max", &pool, L2);
         assert_eq!(
             choose_vector("linalg.pooling_nhwc_max", &pool, &cache, VectorUnit::AVX512),
             [1, 1, 7, 16, 1, 0]
@@ -384,15 +438,15 @@ mod tests {
     #[test]
     fn matmul_blocks_its_reduction() {
         let loops = Loops(vec![(64, false), (10, false), (784, true)]);
-        assert_eq!(choose("linalg.matmul", &loops), [16, 10, 784]);
+        assert_eq!(choose("linalg.matmul", &loops, L2), [16, 10, 784]);
         assert_eq!(
             choose_vector("linalg.matmul", &loops, &[16, 10, 784], VectorUnit::AVX2),
             [4, 10, 1]
         );
         let wide = Loops(vec![(1024, false), (1024, false), (1024, true)]);
-        assert_eq!(choose("linalg.matmul", &wide), [16, 64, 256]);
+        assert_eq!(choose("linalg.matmul", &wide, L2), [16, 64, 256]);
         let reduction = Loops(vec![(64, false), (10, true)]);
-        assert_eq!(choose("linalg.generic", &reduction), [64, 0]);
+        assert_eq!(choose("linalg.generic", &reduction, L2), [64, 0]);
         assert_eq!(
             choose_vector("linalg.generic", &reduction, &[64, 0], VectorUnit::AVX2),
             [1, 10]
@@ -407,7 +461,7 @@ mod tests {
             ),
             [1, 1, 15, 1]
         );
-        assert_eq!(choose("linalg.fill", &one_channel), [0, 0, 0, 0]);
+        assert_eq!(choose("linalg.fill", &one_channel, L2), [0, 0, 0, 0]);
         assert_eq!(
             choose_vector("linalg.fill", &one_channel, &[0; 4], VectorUnit::AVX2),
             [0, 0, 0, 0]
@@ -418,17 +472,45 @@ mod tests {
             [1, 32, 1]
         );
         let elementwise = Loops(vec![(64, false), (256, false)]);
-        assert_eq!(choose("linalg.generic", &elementwise), [1, 0], "whole rows");
         assert_eq!(
-            epilogue_tiles(&elementwise),
+            choose("linalg.generic", &elementwise, L2),
+            [1, 0],
+            "whole rows"
+        );
+        let anchor = Loops(vec![(1024, false), (256, false), (64, true)]);
+        assert_eq!(
+            epilogue_tiles("linalg.matmul", &anchor, &elementwise, L2),
             [16, 64],
-            "blocks around a matmul"
+            "blocks around a matmul whose A is the larger operand"
+        );
+        let one_panel = Loops(vec![(32, false), (64, false), (64, true)]);
+        assert_eq!(
+            epilogue_tiles(
+                "linalg.matmul",
+                &one_panel,
+                &Loops(vec![(32, false), (64, false)]),
+                L2
+            ),
+            [16, 64],
+            "B is one panel"
+        );
+        let narrow = Loops(vec![(128, false), (3072, false), (768, true)]);
+        let epilogue = Loops(vec![(128, false), (3072, false)]);
+        assert_eq!(
+            epilogue_tiles("linalg.matmul", &narrow, &epilogue, 2 << 20),
+            [0, 64],
+            "whole rows: A (384 KB) stays in the L2, B streams once"
+        );
+        assert_eq!(
+            epilogue_tiles("linalg.matmul", &narrow, &epilogue, 512 << 10),
+            [16, 64],
+            "A does not fit half of a 512 KB L2"
         );
         assert_eq!(
             choose_vector(
                 "linalg.generic",
                 &elementwise,
-                &choose("linalg.generic", &elementwise),
+                &choose("linalg.generic", &elementwise, L2),
                 VectorUnit::AVX2
             ),
             [1, 16]

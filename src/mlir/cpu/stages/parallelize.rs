@@ -62,9 +62,11 @@ impl Stage for Parallelize {
         options: &StageOptions,
     ) -> Result<Program<'c>, Vec<Diagnostic>> {
         let mut module = expect_mlir(program, self.name())?;
-        let threads =
-            positive_option(options, "threads", 1).map_err(|e| stage_error(self.name(), e))?;
-        let min_work = positive_option(options, "min-work", MIN_WORK)
+        let threads = options
+            .positive("threads", 1)
+            .map_err(|e| stage_error(self.name(), e))?;
+        let min_work = options
+            .positive("min-work", MIN_WORK)
             .map_err(|e| stage_error(self.name(), e))?;
         let mut on_tensors = None;
         walk(&module, |op| {
@@ -130,18 +132,6 @@ fn keep_bodies_out_of_line<'c>(env: &StageEnv<'c, '_>, module: &melior::ir::Modu
             op.set_attribute("passthrough", noinline);
         }
     });
-}
-
-/// Option `key` as a positive integer, `default` when absent.
-fn positive_option(options: &StageOptions, key: &str, default: u64) -> Result<u64, String> {
-    match options.0.get(key) {
-        None => Ok(default),
-        Some(text) => {
-            text.parse::<u64>().ok().filter(|&n| n > 0).ok_or_else(|| {
-                format!("option '{key}' must be a positive integer, but is '{text}'")
-            })
-        }
-    }
 }
 
 /// Whether `op` is a loop whose iterations may run at the same time.

@@ -3,12 +3,14 @@
 //! (register tiles, which `tessera-vectorize` turns into vectors). The strategy attaches both
 //! to ops that have none; `sizes=` gives the cache sizes of every op and skips the register
 //! level. Before that, long row reductions are split (`split_reduction`) so that they
-//! accumulate in vector lanes (see [`SPLIT_LANES`]), and constant convolution filters whose
-//! rows alias in the L1 get padded rows ([`PAD_ROWS`]). Precondition: linalg on tensors.
+//! accumulate in vector lanes (see [`SPLIT_LANES`]), and the constant weights of convolutions
+//! and matmuls whose rows alias in the L1 get padded rows ([`PAD_ROWS`]). Precondition: linalg on tensors.
 
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::{walk, WalkedOp};
-use crate::mlir::cpu::strategy::{choose, choose_vector, VectorUnit, TILE_SIZES, VECTOR_SIZES};
+use crate::mlir::cpu::strategy::{
+    choose, choose_vector, host_l2_bytes, VectorUnit, TILE_SIZES, VECTOR_SIZES,
+};
 use crate::mlir::pipeline::loop_nest::{loops, map_results, PARALLEL};
 use crate::mlir::pipeline::schedule::{
     apply_schedule, match_each, Author, SCHEDULE_HEAD, SCHEDULE_TAIL,
@@ -25,8 +27,8 @@ use std::fmt::Write;
 /// Tiling as a stage.
 pub struct Tile;
 
-/// Pads the rows of the constant filters convolutions stream when rows a multiple of 512
-/// bytes apart would share a few L1 sets (src/mlir/cpu/cxx/constant_row_padding.cpp).
+/// Pads the rows of the constant weights convolutions and matmuls stream when rows a multiple
+/// of 512 bytes apart would share a few L1 sets (src/mlir/cpu/cxx/constant_row_padding.cpp).
 const PAD_ROWS: &str = "tessera-pad-constant-rows";
 
 /// Marks each op to tile for the schedule, which matches it by this attribute.
@@ -177,6 +179,7 @@ impl Stage for Tile {
         &[
             StageOption { name: "sizes", doc: "tile sizes for every op, one per loop, outermost first (0 = untiled); overrides the strategy", kind: OptionKind::Integers { min: 0 } },
             StageOption { name: "unit", doc: "the vector unit register tiles are sized for: avx2 or avx512; default: the host's", kind: OptionKind::OneOf(&["avx2", "avx512"]) },
+            StageOption { name: "l2", doc: "bytes of L2 cache per core that matmul tiles are sized for; default: the host's", kind: OptionKind::Positive },
         ]
     }
 
@@ -211,6 +214,9 @@ impl Stage for Tile {
             Some(_) => VectorUnit::AVX512,
             None => VectorUnit::host(),
         };
+        let l2_bytes = options
+            .positive("l2", host_l2_bytes())
+            .map_err(|e| stage_error(self.name(), e))? as i64;
         let mut count = 0;
         walk(&module, |op| {
             let Some(op_loops) = loops(op) else { return };
@@ -232,7 +238,8 @@ impl Stage for Tile {
                     None,
                 ),
                 None => {
-                    let cache = pinned(TILE_SIZES).unwrap_or_else(|| choose(&name, &op_loops));
+                    let cache =
+                        pinned(TILE_SIZES).unwrap_or_else(|| choose(&name, &op_loops, l2_bytes));
                     let register = pinned(VECTOR_SIZES)
                         .unwrap_or_else(|| choose_vector(&name, &op_loops, &cache, unit));
                     (cache, Some(register))

@@ -26,13 +26,14 @@
 
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::{walk, WalkedOp};
-use crate::mlir::cpu::strategy::epilogue_tiles;
+use crate::mlir::cpu::strategy::{epilogue_tiles, host_l2_bytes};
 use crate::mlir::pipeline::loop_nest::{divisor_at_most, loops, reads_per_element, PARALLEL};
 use crate::mlir::pipeline::schedule::{
     apply_schedule, match_each, Author, SCHEDULE_HEAD, SCHEDULE_TAIL,
 };
 use crate::mlir::pipeline::stages::{
-    expect_mlir, run_upstream, Program, Stage, StageEnv, StageOptions, CANONICALIZE,
+    expect_mlir, run_upstream, stage_error, OptionKind, Program, Stage, StageEnv, StageOption,
+    StageOptions, CANONICALIZE,
 };
 use melior::ir::attribute::{DenseI64ArrayAttribute, IntegerAttribute};
 use melior::ir::r#type::IntegerType;
@@ -76,12 +77,23 @@ impl Stage for Fuse {
         "Fuse elementwise chains, producers of reductions, and epilogues into matmul/conv tiles. Input: linalg on tensors."
     }
 
+    fn options(&self) -> &'static [StageOption] {
+        &[StageOption {
+            name: "l2",
+            doc: "bytes of L2 cache per core that matmul epilogue tiles are sized for (CPU); default: the host's",
+            kind: OptionKind::Positive,
+        }]
+    }
+
     fn run<'c>(
         &self,
         program: Program<'c>,
         env: &StageEnv<'c, '_>,
-        _: &StageOptions,
+        options: &StageOptions,
     ) -> Result<Program<'c>, Vec<Diagnostic>> {
+        let l2_bytes = options
+            .positive("l2", host_l2_bytes())
+            .map_err(|e| stage_error(self.name(), e))? as i64;
         let mut module = expect_mlir(program, self.name())?;
         let context = env.context.context();
         let allowed = context.allow_unregistered_dialects();
@@ -93,7 +105,7 @@ impl Stage for Fuse {
         fused?;
         // Epilogues before cse: each matmul still has its own accumulator fill, which then
         // moves into the matmul's tiles instead of being shared (and copied) across them.
-        if mark_epilogues(env, &module) {
+        if mark_epilogues(env, &module, l2_bytes) {
             run_upstream(env, &mut module, "tessera-fuse-epilogues", self.name())?;
         }
         let fuse = |module: &mut melior::ir::Module<'c>, schedule: &str| {
@@ -514,9 +526,9 @@ fn duplicate_cheap_producers(module: &melior::ir::Module<'_>) -> bool {
     !copies.is_empty()
 }
 
-/// Marks every anchor with a sole elementwise user (and the epilogue with its tile sizes)
-/// for `tessera-fuse-epilogues`; returns whether anything was marked.
-fn mark_epilogues(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> bool {
+/// Marks every anchor with a sole elementwise user (and the epilogue with its tile sizes, for
+/// an L2 of `l2_bytes`) for `tessera-fuse-epilogues`; returns whether anything was marked.
+fn mark_epilogues(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>, l2_bytes: i64) -> bool {
     let ctx = env.context.context();
     let unit = melior::ir::Attribute::unit(ctx);
     let mut marked = false;
@@ -538,7 +550,10 @@ fn mark_epilogues(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>) -> bo
         if reads_reduction(&consumer) {
             return;
         }
-        let sizes = epilogue_tiles(&consumer_loops);
+        let Some(anchor_loops) = loops(op) else {
+            return;
+        };
+        let sizes = epilogue_tiles(&op.name(), &anchor_loops, &consumer_loops, l2_bytes);
         if sizes.iter().all(|&s| s == 0) {
             return;
         }

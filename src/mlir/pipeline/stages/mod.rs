@@ -185,6 +185,16 @@ impl OptionKind {
 pub struct StageOptions(pub BTreeMap<String, String>);
 
 impl StageOptions {
+    /// Option `key` as a positive integer, `default` when it is not written.
+    pub fn positive(&self, key: &str, default: u64) -> Result<u64, String> {
+        match self.0.get(key) {
+            None => Ok(default),
+            Some(text) => text.parse::<u64>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                format!("option '{key}' must be a positive integer, but is '{text}'")
+            }),
+        }
+    }
+
     /// Option `key`, which must be one of `allowed` when written.
     pub fn choice(&self, key: &str, allowed: &[&str]) -> Result<Option<&str>, String> {
         match self.0.get(key).map(String::as_str) {
