@@ -203,9 +203,14 @@ pub fn split(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>
             })
             .collect::<NodeResult<_>>()?,
         None => {
-            let parts = node
-                .int("num_outputs", node.proto.output.len() as i64)
-                .max(1) as u64;
+            let outputs = node.proto.output.len() as i64;
+            let parts = node.int("num_outputs", outputs);
+            if parts != outputs || parts < 1 {
+                return invalid(format!(
+                    "num_outputs is {parts}, but the node has {outputs} output(s)"
+                ));
+            }
+            let parts = parts as u64;
             let each = dim.div_ceil(parts);
             (0..parts)
                 .map(|i| each.min(dim.saturating_sub(i * each)))

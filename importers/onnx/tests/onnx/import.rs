@@ -315,6 +315,28 @@ fn an_invalid_node_is_named() {
         error.contains("uses 'nowhere', which no earlier node, input or initializer defines"),
         "{error}"
     );
+    // A part count that is not the node's output count (the importer fuzzer's 2^40, which
+    // once asked for 8 TB of part sizes) is refused.
+    let mut split = model(
+        vec![node(
+            "Split",
+            &["x"],
+            &["a", "b"],
+            vec![int_attr("num_outputs", 1 << 40)],
+        )],
+        vec![value("x", &[4])],
+        vec![value("a", &[2]), value("b", &[2])],
+        vec![],
+    );
+    split.opset_import[0].version = 18;
+    let error = import(&split, &options(), &registry())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        error.contains("num_outputs is 1099511627776, but the node has 2 output(s)"),
+        "{error}"
+    );
 }
 
 #[test]
