@@ -32,7 +32,8 @@ const PADDING: AttrSpec = AttrSpec {
     default: AttrDefault::Value(DefaultValue::Str("valid")),
     doc: "`\"same\"`, `\"valid\"` or `[top, bottom, left, right]`",
 };
-const DILATIONS: AttrSpec = AttrSpec {
+/// Window dilations, shared with pooling.
+pub const DILATIONS: AttrSpec = AttrSpec {
     name: "dilations",
     kind: AttrKind::IntList,
     default: AttrDefault::Derived("[1, 1]"),

@@ -122,33 +122,37 @@ impl ConvertToMlir for Pool {
     fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
         let window = pair(op, "window", [1, 1]);
         let strides = pair(op, "strides", window);
+        let dilations = pair(op, "dilations", [1, 1]);
+        let slide = Slide {
+            window,
+            strides,
+            dilations,
+        };
         let result = op.result();
         let element = result.element;
         let e = &op.emit;
         match self.kind {
             PoolKind::Max => {
                 let lowest = ReductionIdentity::Lowest.value(element);
-                let (input, _) = padded_input(op, window, strides, [1, 1], lowest)?;
+                let (input, _) = padded_input(op, window, strides, dilations, lowest)?;
                 Ok(vec![pool(
                     e,
                     "linalg.pooling_nhwc_max",
                     "arith.maximumf",
                     input,
-                    window,
-                    strides,
+                    slide,
                     result,
                     lowest,
                 )?])
             }
             PoolKind::Avg => {
-                let (input, _) = padded_input(op, window, strides, [1, 1], 0.0)?;
+                let (input, _) = padded_input(op, window, strides, dilations, 0.0)?;
                 let sums = pool(
                     e,
                     "linalg.pooling_nhwc_sum",
                     "arith.addf",
                     input,
-                    window,
-                    strides,
+                    slide,
                     result,
                     0.0,
                 )?;
@@ -160,9 +164,14 @@ impl ConvertToMlir for Pool {
                 let padding = op
                     .attr("padding")
                     .unwrap_or(TsrAttribute::Str("valid".into()));
-                let geometry =
-                    window_geometry(&padding, [x.shape[1], x.shape[2]], window, strides, [1, 1])
-                        .map_err(|err| ConvertError(format!("{err:?}")))?;
+                let geometry = window_geometry(
+                    &padding,
+                    [x.shape[1], x.shape[2]],
+                    window,
+                    strides,
+                    dilations,
+                )
+                .map_err(|err| ConvertError(format!("{err:?}")))?;
                 let [top, bottom, left, right] = geometry.padding;
                 let (padded_ones, _) = e.pad(
                     ones,
@@ -178,8 +187,7 @@ impl ConvertToMlir for Pool {
                     "linalg.pooling_nhwc_sum",
                     "arith.addf",
                     padded_ones,
-                    window,
-                    strides,
+                    slide,
                     &count_ty,
                     0.0,
                 )?;
@@ -194,20 +202,26 @@ impl ConvertToMlir for Pool {
     }
 }
 
-/// A named NHWC pooling op over `input` with a `window`, combining with `combine`, into a
+/// How a pooling window slides: its size, strides and dilations (height, width).
+#[derive(Clone, Copy)]
+struct Slide {
+    window: [u64; 2],
+    strides: [u64; 2],
+    dilations: [u64; 2],
+}
+
+/// A named NHWC pooling op over `input` sliding as `slide`, combining with `combine`, into a
 /// tensor of `result` type filled with `init`.
-#[allow(clippy::too_many_arguments)]
 fn pool<'c, 'a>(
     e: &Emitter<'c, 'a>,
     name: &str,
     combine: &'static str,
     input: Value<'c, 'a>,
-    window: [u64; 2],
-    strides: [u64; 2],
+    slide: Slide,
     result: &TensorType,
     init: f64,
 ) -> ConvertResult<Value<'c, 'a>> {
-    let window_ty = TensorType::new(window.to_vec(), result.element);
+    let window_ty = TensorType::new(slide.window.to_vec(), result.element);
     let window_tensor = e.empty(&window_ty)?;
     // f16 and bf16 sums accumulate in f32, then round once (a maximum is exact anyway).
     let (narrow, wide) = match combine {
@@ -218,8 +232,8 @@ fn pool<'c, 'a>(
     let output = e.fill(&accumulated_ty, init)?;
     let element = e.element_type(narrow);
     let attributes = vec![
-        i64_pair(e, "strides", strides)?,
-        i64_pair(e, "dilations", [1, 1])?,
+        i64_pair(e, "strides", slide.strides)?,
+        i64_pair(e, "dilations", slide.dilations)?,
     ];
     let pooled = e.structured(
         name,

@@ -347,7 +347,8 @@ impl Evaluate for Pool {
             _ => return Err(unverified("'window' is not two positive integers")),
         };
         let strides = pair(ctx, "strides", window)?;
-        let sliding = Sliding::new(ctx, xt, window, strides, [1, 1])?;
+        let dilations = pair(ctx, "dilations", [1, 1])?;
+        let sliding = Sliding::new(ctx, xt, window, strides, dilations)?;
         let c = sliding.input[3];
         sliding.outputs(ty, c, "pooling", |[n, i, j, cc]| {
             // The window positions inside the input; padding takes no part.
@@ -834,6 +835,41 @@ mod tests {
             &eval("nn.avg_pool2d %a {window = [1, 3]}", "1x1x1x1xf32", &[x]),
             "1x1x1x1xf32",
             &[1.3333333730697632],
+        );
+    }
+
+    #[test]
+    fn dilated_pools_read_every_other_position() {
+        // 1..=9 in 3 x 3: a 2 x 2 window with dilations 2 reads the four corners.
+        assert_floats(
+            &eval(
+                "nn.max_pool2d %a {dilations = [2, 2], window = [2, 2]}",
+                "1x1x1x1xf32",
+                &[one_to_nine()],
+            ),
+            "1x1x1x1xf32",
+            &[9.0],
+        );
+        assert_floats(
+            &eval(
+                "nn.avg_pool2d %a {dilations = [2, 2], window = [2, 2]}",
+                "1x1x1x1xf32",
+                &[one_to_nine()],
+            ),
+            "1x1x1x1xf32",
+            &[5.0],
+        );
+        // Padded by one on top and left, stride 1, dilations [2, 1]: the window at (0, 0)
+        // reads rows -1 and 1, columns -1 and 0, so only x[1][0] = 4 is inside; the windows
+        // of the second output row read rows 0 and 2 (1 and 7 at column 0).
+        assert_floats(
+            &eval(
+                "nn.avg_pool2d %a {dilations = [2, 1], padding = [1, 0, 1, 0], strides = [1, 1], window = [2, 2]}",
+                "1x2x3x1xf32",
+                &[one_to_nine()],
+            ),
+            "1x2x3x1xf32",
+            &[4.0, 4.5, 5.5, 4.0, 4.5, 5.5],
         );
     }
 

@@ -1,6 +1,6 @@
-//! 2-d pooling over NHWC inputs: max_pool2d and avg_pool2d.
+//! 2-d pooling over NHWC inputs, windows strided and dilated: max_pool2d and avg_pool2d.
 
-use crate::conv::{geometry, pair_or, WindowSource, PADDING_KEYWORDS};
+use crate::conv::{geometry, pair_or, WindowSource, DILATIONS, PADDING_KEYWORDS};
 use crate::X;
 use tessera::dialect::Attrs;
 use tessera::dialect::{AttrDefault, AttrKind, AttrSpec, DefaultValue, OpDef, OpSchema};
@@ -38,6 +38,7 @@ const ATTRS: &[AttrSpec] = &[
         default: AttrDefault::Derived("the window"),
         doc: "`[sh, sw]`, positive",
     },
+    DILATIONS,
     AttrSpec {
         name: "padding",
         kind: AttrKind::IntListOrEnum(PADDING_KEYWORDS),
@@ -101,13 +102,16 @@ impl OpDef for Pool {
         let window = ctx.int_list_of("window", 2, 1)?;
         let window = [window[0] as u64, window[1] as u64];
         let strides = pair_or(ctx, "strides", window)?;
+        let dilations = pair_or(ctx, "dilations", [1, 1])?;
         if let Some(pads) = ctx.int_list("padding") {
+            // The window's span: its first to its last position, dilations included.
+            let span = |d: usize| i128::from(window[d] - 1) * i128::from(dilations[d]) + 1;
             let too_large = pads
                 .iter()
-                .zip([window[0], window[0], window[1], window[1]])
-                .find(|(&p, w)| p >= *w as i64);
-            if let Some((pad, window)) = too_large {
-                ctx.attr_error("padding", format!("padding ({pad}) must be smaller than the window ({window}), so that every window overlaps the input"))?;
+                .zip([span(0), span(0), span(1), span(1)])
+                .find(|(&p, span)| i128::from(p) >= *span);
+            if let Some((pad, span)) = too_large {
+                ctx.attr_error("padding", format!("padding ({pad}) must be smaller than the window's span ({span}), so that no window lies in the padding alone"))?;
             }
         }
         let x = ctx.operand(0);
@@ -117,7 +121,7 @@ impl OpDef for Pool {
             [x.shape[1], x.shape[2]],
             window,
             strides,
-            [1, 1],
+            dilations,
         )?;
         Some(vec![TensorType::new(
             vec![x.shape[0], h, w, x.shape[3]],
@@ -142,12 +146,12 @@ pub static MAX_POOL2D: Pool = pool(
     PoolKind::Max,
     "max_pool2d",
     "Maximum over each `window` of an NHWC input, per channel.",
-    "`y[n, i, j, c] = max_{p < kh, q < kw} x[n, i*sh + p - top, j*sw + q - left, c]` over the window positions inside the input (padding never wins). Output size and `padding` as in `nn.conv2d`, each explicit padding smaller than the window (so every window overlaps the input); `strides` default to the window (as Keras).",
+    "`y[n, i, j, c] = max_{p < kh, q < kw} x[n, i*sh + p*dh - top, j*sw + q*dw - left, c]` over the window positions inside the input (padding never wins). Output size and `padding` as in `nn.conv2d`, each explicit padding smaller than the window's span `(k - 1) * d + 1`; `strides` default to the window (as Keras). A dilated window can still miss an input smaller than its dilation: it gives -inf.",
 );
 /// Average pooling.
 pub static AVG_POOL2D: Pool = pool(
     PoolKind::Avg,
     "avg_pool2d",
     "Mean over each `window` of an NHWC input, per channel.",
-    "`y[n, i, j, c]` is the mean of `x` over the window positions inside the input: padded positions are not counted (as TensorFlow). Output size and `padding` as in `nn.conv2d`, each explicit padding smaller than the window (so every window overlaps the input); `strides` default to the window (as Keras).",
+    "`y[n, i, j, c]` is the mean of `x` over the window positions inside the input (`x[n, i*sh + p*dh - top, j*sw + q*dw - left, c]`): padded positions are not counted (as TensorFlow). Output size and `padding` as in `nn.conv2d`, each explicit padding smaller than the window's span `(k - 1) * d + 1`; `strides` default to the window (as Keras). A dilated window can still miss an input smaller than its dilation: it gives NaN (no positions to average).",
 );

@@ -8,6 +8,7 @@ use super::{input, Inputs};
 use crate::graph::{invalid, unsupported, Graph, NodeResult, Val};
 use crate::node::Node;
 use tessera::attr::Attribute;
+use tessera::exec::tensor::Tensor;
 use tessera::types::{ElementClass, ElementType, TensorType};
 
 /// An integer list attribute value.
@@ -24,6 +25,34 @@ struct Window {
     pads: [u64; 4],
 }
 
+/// One spatial axis of a window: its size, stride, dilation and the padding on each side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Axis {
+    kernel: u64,
+    stride: u64,
+    dilation: u64,
+    begin: u64,
+    end: u64,
+}
+
+impl Axis {
+    /// The axis of extent 1 that a 1-d window is placed beside.
+    const UNIT: Axis = Axis {
+        kernel: 1,
+        stride: 1,
+        dilation: 1,
+        begin: 0,
+        end: 0,
+    };
+
+    /// The window's span: from its first position to its last, dilations included.
+    fn span(&self) -> u64 {
+        (self.kernel - 1)
+            .saturating_mul(self.dilation)
+            .saturating_add(1)
+    }
+}
+
 /// Reads `kernel_shape`, `strides`, `dilations`, `pads`/`auto_pad` of `node` for spatial
 /// input extents `input` (1 or 2 of them) and kernel extents `kernel`; 1-d values are
 /// placed on the second axis, the first being 1.
@@ -33,77 +62,90 @@ fn window(node: &Node, input: &[u64], kernel: &[u64]) -> NodeResult<Window> {
 
 /// [`window`] with `auto_pad` given (a transposed convolution reads only the explicit pads).
 fn window_padded(node: &Node, input: &[u64], kernel: &[u64], auto_pad: &str) -> NodeResult<Window> {
+    let mut axes = window_axes(node, input, kernel, auto_pad)?;
+    if axes.len() == 1 {
+        axes.insert(0, Axis::UNIT);
+    }
+    let &[a, b] = axes.as_slice() else {
+        return unsupported(format!(
+            "{} spatial dimensions (tessera convolves 1-d and 2-d)",
+            axes.len()
+        ));
+    };
+    Ok(Window {
+        kernel: [a.kernel, b.kernel],
+        strides: [a.stride, b.stride],
+        dilations: [a.dilation, b.dilation],
+        pads: [a.begin, b.begin, a.end, b.end],
+    })
+}
+
+/// The window of `node` along each spatial axis of an input whose spatial extents are
+/// `input`, for a kernel of extents `kernel`, padded as `auto_pad` says.
+fn window_axes(
+    node: &Node,
+    input: &[u64],
+    kernel: &[u64],
+    auto_pad: &str,
+) -> NodeResult<Vec<Axis>> {
     let n = input.len();
-    let two = |values: Vec<i64>, name: &str, fill: i64| -> NodeResult<[u64; 2]> {
+    let per_axis = |values: Vec<i64>, name: &str| -> NodeResult<Vec<u64>> {
         if values.len() != n || values.iter().any(|&v| v < 0) {
             return invalid(format!(
                 "{name} {values:?} does not fit {n} spatial dimension(s)"
             ));
         }
-        Ok(if n == 1 {
-            [fill as u64, values[0] as u64]
-        } else {
-            [values[0] as u64, values[1] as u64]
-        })
+        Ok(values.iter().map(|&v| v as u64).collect())
     };
-    let kernel = two(
-        kernel.iter().map(|&k| k as i64).collect(),
-        "kernel_shape",
-        1,
-    )?;
-    let strides = two(node.ints("strides").unwrap_or(vec![1; n]), "strides", 1)?;
-    let dilations = two(node.ints("dilations").unwrap_or(vec![1; n]), "dilations", 1)?;
+    let kernel = per_axis(kernel.iter().map(|&k| k as i64).collect(), "kernel_shape")?;
+    let strides = per_axis(node.ints("strides").unwrap_or(vec![1; n]), "strides")?;
+    let dilations = per_axis(node.ints("dilations").unwrap_or(vec![1; n]), "dilations")?;
     if strides.contains(&0) || dilations.contains(&0) || kernel.contains(&0) {
         return invalid("kernel sizes, strides and dilations must be positive");
     }
-    let input2 = if n == 1 {
-        [1, input[0]]
-    } else {
-        [input[0], input[1]]
-    };
-    let pads = match auto_pad {
+    let mut axes: Vec<Axis> = (0..n)
+        .map(|d| Axis {
+            kernel: kernel[d],
+            stride: strides[d],
+            dilation: dilations[d],
+            begin: 0,
+            end: 0,
+        })
+        .collect();
+    match auto_pad {
         "NOTSET" => {
-            let p = node.ints("pads").unwrap_or(vec![0; 2 * n]);
-            if p.len() != 2 * n || p.iter().any(|&v| v < 0) {
-                return invalid(format!("pads {p:?} do not fit {n} spatial dimension(s)"));
+            let pads = node.ints("pads").unwrap_or(vec![0; 2 * n]);
+            if pads.len() != 2 * n || pads.iter().any(|&v| v < 0) {
+                return invalid(format!("pads {pads:?} do not fit {n} spatial dimension(s)"));
             }
-            let p: Vec<u64> = p.iter().map(|&v| v as u64).collect();
-            if n == 1 {
-                [0, p[0], 0, p[1]]
-            } else {
-                [p[0], p[1], p[2], p[3]]
+            for (d, axis) in axes.iter_mut().enumerate() {
+                axis.begin = pads[d] as u64;
+                axis.end = pads[d + n] as u64;
             }
         }
-        "VALID" => [0; 4],
+        "VALID" => {}
         "SAME_UPPER" | "SAME_LOWER" => {
-            let mut pads = [0; 4];
-            for d in 0..2 {
-                let out = input2[d].div_ceil(strides[d]);
-                let span = (kernel[d] - 1) * dilations[d] + 1;
-                let total = ((out.max(1) - 1) * strides[d] + span).saturating_sub(input2[d]);
+            for (axis, &extent) in axes.iter_mut().zip(input) {
+                let out = extent.div_ceil(axis.stride);
+                let total = (out.max(1) - 1)
+                    .saturating_mul(axis.stride)
+                    .saturating_add(axis.span())
+                    .saturating_sub(extent);
                 let small = total / 2;
-                let (begin, end) = if auto_pad == "SAME_UPPER" {
+                (axis.begin, axis.end) = if auto_pad == "SAME_UPPER" {
                     (small, total - small)
                 } else {
                     (total - small, small)
                 };
-                pads[d] = begin;
-                pads[d + 2] = end;
             }
-            pads
         }
         other => {
             return invalid(format!(
                 "auto_pad '{other}' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER"
             ))
         }
-    };
-    Ok(Window {
-        kernel,
-        strides,
-        dilations,
-        pads,
-    })
+    }
+    Ok(axes)
 }
 
 /// `x` as NHWC: rank 4 transposed, rank 3 (`[N, C, L]`) as `[N, 1, L, C]`.
@@ -178,20 +220,17 @@ pub fn conv(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>>
     Ok(vec![from_nhwc(g, &y, tx.rank())?])
 }
 
-/// `MaxPool` and `AveragePool`.
+/// `MaxPool` and `AveragePool` (and `LpPool`'s sums) over 1, 2 or 3 spatial dimensions.
 pub fn pool(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
-    let x = input(inputs, 0)?;
+    let mut x = input(inputs, 0)?;
     let tx = g.ty(&x);
-    if !(3..=4).contains(&tx.rank()) {
+    let op_type = &node.proto.op_type;
+    if !(3..=5).contains(&tx.rank()) {
         return unsupported(format!(
-            "{} of {tx} (tessera pools 1-d and 2-d)",
-            node.proto.op_type
+            "{op_type} of {tx} (tessera pools 1-d, 2-d and 3-d)"
         ));
     }
-    let max = node.proto.op_type == "MaxPool";
-    if max && node.proto.output.get(1).is_some_and(|o| !o.is_empty()) {
-        return unsupported("MaxPool's Indices output");
-    }
+    let max = op_type == "MaxPool";
     let Some(kernel) = node.ints("kernel_shape") else {
         return invalid("it has no kernel_shape");
     };
@@ -199,75 +238,242 @@ pub fn pool(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>>
     let ceil_mode = node.int("ceil_mode", 0) != 0;
     // LpPool sums over the window, padding included (as zeros): its average counts the
     // padding whatever count_include_pad says.
-    let include_pad =
-        node.proto.op_type == "LpPool" || (!max && node.int("count_include_pad", 0) != 0);
-    let mut geometry = window(node, &tx.shape[2..], &kernel)?;
-    if geometry.dilations != [1, 1] {
-        return unsupported(format!("{} with dilations", node.proto.op_type));
-    }
-    let spatial = if tx.rank() == 3 {
-        [1, tx.shape[2]]
-    } else {
-        [tx.shape[2], tx.shape[3]]
-    };
+    let include_pad = op_type == "LpPool" || (!max && node.int("count_include_pad", 0) != 0);
+    let spatial = &tx.shape[2..];
+    let mut axes = window_axes(node, spatial, &kernel, &node.string("auto_pad", "NOTSET"))?;
     // With ceil_mode, extra end padding makes the last partial window exist (never counted);
     // a window that would start in the end padding is left out.
-    let mut extra = [0u64; 2];
+    let mut extra = vec![0u64; axes.len()];
     if ceil_mode {
-        for (d, &extent) in spatial.iter().enumerate() {
-            let padded = extent + geometry.pads[d] + geometry.pads[d + 2];
-            if padded < geometry.kernel[d] {
+        for ((axis, &extent), extra) in axes.iter().zip(spatial).zip(&mut extra) {
+            let padded = extent.saturating_add(axis.begin).saturating_add(axis.end);
+            if padded < axis.span() {
                 continue;
             }
-            let mut out = (padded - geometry.kernel[d]).div_ceil(geometry.strides[d]) + 1;
-            if (out - 1) * geometry.strides[d] >= extent + geometry.pads[d] {
+            let mut out = (padded - axis.span()).div_ceil(axis.stride) + 1;
+            if (out - 1).saturating_mul(axis.stride) >= extent.saturating_add(axis.begin) {
                 out -= 1;
             }
-            let needed = (out - 1) * geometry.strides[d] + geometry.kernel[d];
-            extra[d] = needed.saturating_sub(padded);
+            let needed = (out - 1)
+                .saturating_mul(axis.stride)
+                .saturating_add(axis.span());
+            *extra = needed.saturating_sub(padded);
         }
     }
-    let mut xt = to_nhwc(g, &x)?;
-    if include_pad && geometry.pads.iter().any(|&p| p > 0) {
+    if include_pad && axes.iter().any(|a| a.begin > 0 || a.end > 0) {
         // Padding that counts is data: pad with zeros, pool what remains.
-        let p = geometry.pads;
-        let low = Attribute::List(
-            [0, p[0], p[1], 0]
-                .map(|v| Attribute::Int(v as i64))
-                .to_vec(),
-        );
-        let high = Attribute::List(
-            [0, p[2], p[3], 0]
-                .map(|v| Attribute::Int(v as i64))
-                .to_vec(),
-        );
-        xt = g.op("array.pad", &[xt], &[("low", low), ("high", high)], None)?;
-        geometry.pads = [0; 4];
+        let sides = |side: fn(&Axis) -> u64| {
+            let mut v = vec![0, 0];
+            v.extend(axes.iter().map(|a| side(a) as i64));
+            ints(&v)
+        };
+        let (low, high) = (sides(|a| a.begin), sides(|a| a.end));
+        x = g.op("array.pad", &[x], &[("low", low), ("high", high)], None)?;
+        for axis in &mut axes {
+            (axis.begin, axis.end) = (0, 0);
+        }
     }
-    geometry.pads[2] += extra[0];
-    geometry.pads[3] += extra[1];
-    let p = geometry.pads;
-    let attrs = [
-        ("window", ints(&geometry.kernel.map(|v| v as i64))),
-        ("strides", ints(&geometry.strides.map(|v| v as i64))),
-        ("padding", ints(&[p[0], p[2], p[1], p[3]].map(|v| v as i64))),
-    ];
+    for (axis, extra) in axes.iter_mut().zip(extra) {
+        axis.end = axis.end.saturating_add(extra);
+    }
+    // Integers up to 16 bits pool exactly in f32 (a maximum only picks one of them).
+    let element = tx.element;
+    if element.class() != ElementClass::Float {
+        if !max || element.bit_width() > 16 {
+            return unsupported(format!("{op_type} of {element}"));
+        }
+        x = g.cast(&x, ElementType::F32)?;
+    }
     let name = if max {
         "nn.max_pool2d"
     } else {
         "nn.avg_pool2d"
     };
-    // Integers up to 16 bits pool exactly in f32 (a maximum only picks one of them).
-    let element = tx.element;
-    if element.class() != ElementClass::Float {
-        if !max || element.bit_width() > 16 {
-            return unsupported(format!("{} of {element}", node.proto.op_type));
-        }
-        xt = g.cast(&xt, ElementType::F32)?;
+    let y = pool_channels_last(g, name, &x, &axes)?;
+    let mut results = vec![g.cast(&y, element)?];
+    if max && has_output(node, 1) {
+        results.push(max_pool_indices(g, node, &x, &y, &axes)?);
     }
-    let y = g.op(name, &[xt], &attrs, None)?;
-    let y = g.cast(&y, element)?;
-    Ok(vec![from_nhwc(g, &y, tx.rank())?])
+    Ok(results)
+}
+
+/// The most comparisons (window positions × outputs per image and channel) `MaxPool`'s
+/// `Indices` is built from: each tap's indices are a constant of its own.
+const MAX_INDEX_ELEMENTS: u64 = 1 << 22;
+
+/// `MaxPool`'s `Indices`: for each output, the flat index into `x` of the first position of
+/// its window, in row-major order, that holds the maximum `y` (as the ONNX reference picks
+/// it), with the spatial axes flattened row-major or, with `storage_order = 1`,
+/// column-major; -1 for a window with no position in the input. Built tap by tap: a strided
+/// slice of `x` compared with `y`, selecting the tap's constant indices where it holds the
+/// maximum, from the last tap to the first so that the first wins.
+fn max_pool_indices(
+    g: &mut Graph,
+    node: &Node,
+    x: &Val,
+    y: &Val,
+    axes: &[Axis],
+) -> NodeResult<Val> {
+    let (tx, ty) = (g.ty(x), g.ty(y));
+    let (spatial, out) = (&tx.shape[2..], &ty.shape[2..]);
+    let per_tap: u64 = out.iter().product();
+    let taps = axes
+        .iter()
+        .try_fold(1u64, |n, a| n.checked_mul(a.kernel))
+        .filter(|&n| n.saturating_mul(per_tap) <= MAX_INDEX_ELEMENTS);
+    let Some(taps) = taps else {
+        return unsupported(format!(
+            "MaxPool's Indices over more than {MAX_INDEX_ELEMENTS} window positions"
+        ));
+    };
+    // How far one step along each spatial axis moves the flat index.
+    let mut place = vec![0u64; spatial.len()];
+    let mut plane = 1u64;
+    let mut order: Vec<usize> = (0..spatial.len()).collect();
+    if node.int("storage_order", 0) == 0 {
+        order.reverse();
+    }
+    for d in order {
+        place[d] = plane;
+        plane *= spatial[d];
+    }
+    let padded = if axes.iter().any(|a| a.begin > 0 || a.end > 0) {
+        let sides = |side: fn(&Axis) -> u64| {
+            let mut v = vec![0, 0];
+            v.extend(axes.iter().map(|a| side(a) as i64));
+            ints(&v)
+        };
+        let attrs = [
+            ("low", sides(|a| a.begin)),
+            ("high", sides(|a| a.end)),
+            ("value", Attribute::Float(f64::NEG_INFINITY)),
+        ];
+        g.op("array.pad", std::slice::from_ref(x), &attrs, None)?
+    } else {
+        x.clone()
+    };
+    let index_shape: Vec<u64> = [1, 1].iter().chain(out).copied().collect();
+    let mut found = g.scalar(-1.0, ElementType::I64);
+    for t in (0..taps).rev() {
+        let mut rest = t;
+        let mut tap = vec![0u64; axes.len()];
+        for d in (0..axes.len()).rev() {
+            tap[d] = rest % axes[d].kernel;
+            rest /= axes[d].kernel;
+        }
+        let mut start = vec![0, 0];
+        let mut limit = vec![tx.shape[0], tx.shape[1]];
+        let mut step = vec![1, 1];
+        for (d, axis) in axes.iter().enumerate() {
+            let first = tap[d] * axis.dilation;
+            start.push(first);
+            limit.push(first + (out[d] - 1) * axis.stride + 1);
+            step.push(axis.stride);
+        }
+        let window = g.slice(&padded, &start, &limit, &step)?;
+        let holds = g.compare(&window, y, "eq")?;
+        // Each output's input position under this tap, when it lies inside the input.
+        let mut indices = Vec::with_capacity(per_tap as usize);
+        let mut inside = Vec::with_capacity(per_tap as usize);
+        for k in 0..per_tap {
+            let mut rest = k;
+            let mut index = Some(0u64);
+            for d in (0..axes.len()).rev() {
+                let o = rest % out[d];
+                rest /= out[d];
+                let at = (o * axes[d].stride + tap[d] * axes[d].dilation)
+                    .checked_sub(axes[d].begin)
+                    .filter(|&at| at < spatial[d]);
+                index = index.zip(at).map(|(i, at)| i + at * place[d]);
+            }
+            indices.push(index.map_or(-1.0, |i| i as f64));
+            inside.push(if index.is_some() { 1.0 } else { 0.0 });
+        }
+        let holds = if inside.contains(&0.0) {
+            let mask_ty = TensorType::new(index_shape.clone(), ElementType::I1);
+            let mask = g.constant(Tensor::from_numbers(&mask_ty, inside));
+            g.binary("array.and", &holds, &mask)?
+        } else {
+            holds
+        };
+        let index_ty = TensorType::new(index_shape.clone(), ElementType::I64);
+        let index = g.constant(Tensor::from_numbers(&index_ty, indices));
+        found = g.select(&holds, &index, &found)?;
+    }
+    // Each image and channel's own plane: (n * C + c) * plane.
+    let (batch, channels) = (tx.shape[0], tx.shape[1]);
+    let mut base_shape = vec![batch, channels];
+    base_shape.resize(tx.rank(), 1);
+    let base_ty = TensorType::new(base_shape, ElementType::I64);
+    let base = g.constant(Tensor::from_numbers(
+        &base_ty,
+        (0..batch * channels).map(|i| (i * plane) as f64),
+    ));
+    let flat = g.binary("array.add", &found, &base)?;
+    let zero = g.scalar(0.0, ElementType::I64);
+    let missing = g.compare(&found, &zero, "lt")?;
+    g.select(&missing, &found, &flat)
+}
+
+/// Pools `x` (`[N, C, spatial...]`) with the NHWC pool `name` along `axes`, one per spatial
+/// dimension, and returns the result in `x`'s layout. A 1-d input lies beside a unit axis; a
+/// 3-d one is pooled in two passes, height and width with the depth in the batch, then the
+/// depth with height × width as one axis: a maximum or a mean over a box is the maximum or
+/// mean over each of its axes in turn (padding and partial windows included, since the
+/// positions inside the input form a box too).
+fn pool_channels_last(g: &mut Graph, name: &str, x: &Val, axes: &[Axis]) -> NodeResult<Val> {
+    let rank = g.ty(x).rank();
+    let r = rank as i64;
+    let mut last: Vec<i64> = vec![0];
+    last.extend(2..r);
+    last.push(1);
+    let xt = g.transpose(x, &last)?;
+    let s = g.ty(&xt).shape;
+    let (n, c) = (s[0], s[rank - 1]);
+    let y = match *axes {
+        [width] => {
+            let x4 = g.reshape(&xt, vec![n, 1, s[1], c])?;
+            let y = pool2d(g, name, &x4, [Axis::UNIT, width])?;
+            let length = g.ty(&y).shape[2];
+            g.reshape(&y, vec![n, length, c])?
+        }
+        [height, width] => pool2d(g, name, &xt, [height, width])?,
+        [depth, height, width] => {
+            let planes = g.reshape(&xt, vec![n * s[1], s[2], s[3], c])?;
+            let pooled = pool2d(g, name, &planes, [height, width])?;
+            let p = g.ty(&pooled).shape;
+            let columns = g.reshape(&pooled, vec![n, s[1], p[1] * p[2], c])?;
+            let y = pool2d(g, name, &columns, [depth, Axis::UNIT])?;
+            let d = g.ty(&y).shape[1];
+            g.reshape(&y, vec![n, d, p[1], p[2], c])?
+        }
+        _ => {
+            return unsupported(format!(
+                "{} spatial dimensions (tessera pools 1-d, 2-d and 3-d)",
+                axes.len()
+            ))
+        }
+    };
+    let mut first: Vec<i64> = vec![0, r - 1];
+    first.extend(1..r - 1);
+    g.transpose(&y, &first)
+}
+
+/// One NHWC pool `name` of `x` along height and width.
+fn pool2d(g: &mut Graph, name: &str, x: &Val, [h, w]: [Axis; 2]) -> NodeResult<Val> {
+    let int = |v: u64| v.min(i64::MAX as u64) as i64;
+    let mut attrs = vec![
+        ("window", ints(&[int(h.kernel), int(w.kernel)])),
+        ("strides", ints(&[int(h.stride), int(w.stride)])),
+        (
+            "padding",
+            ints(&[int(h.begin), int(h.end), int(w.begin), int(w.end)]),
+        ),
+    ];
+    if (h.dilation, w.dilation) != (1, 1) {
+        attrs.push(("dilations", ints(&[int(h.dilation), int(w.dilation)])));
+    }
+    g.op(name, std::slice::from_ref(x), &attrs, None)
 }
 
 /// `GlobalAveragePool` and `GlobalMaxPool`: a reduction over the spatial axes, kept.

@@ -492,6 +492,141 @@ fn transposes_sink_through_what_commutes_with_them() {
     }
 }
 
+/// The windows of a 3-d pool over an `[N, C, D, H, W]` input, as ONNX's reference walks
+/// them: for each output, the flat indices (row-major over the whole input) of the window's
+/// positions inside the input, in the window's row-major order.
+struct Windows {
+    shape: [usize; 5],
+    kernel: [usize; 3],
+    strides: [usize; 3],
+    dilations: [usize; 3],
+    begin: [usize; 3],
+    out: [usize; 3],
+}
+
+impl Windows {
+    fn each(&self) -> Vec<Vec<usize>> {
+        let [n, c, d, h, w] = self.shape;
+        let mut windows = Vec::new();
+        for plane in 0..n * c {
+            for o in 0..self.out.iter().product::<usize>() {
+                let o = [
+                    o / (self.out[1] * self.out[2]),
+                    o / self.out[2] % self.out[1],
+                    o % self.out[2],
+                ];
+                let mut inside = Vec::new();
+                for t in 0..self.kernel.iter().product::<usize>() {
+                    let t = [
+                        t / (self.kernel[1] * self.kernel[2]),
+                        t / self.kernel[2] % self.kernel[1],
+                        t % self.kernel[2],
+                    ];
+                    let at: Vec<Option<usize>> = (0..3)
+                        .map(|a| {
+                            (o[a] * self.strides[a] + t[a] * self.dilations[a])
+                                .checked_sub(self.begin[a])
+                                .filter(|&p| p < [d, h, w][a])
+                        })
+                        .collect();
+                    if let [Some(i), Some(j), Some(k)] = at[..] {
+                        inside.push(plane * d * h * w + (i * h + j) * w + k);
+                    }
+                }
+                windows.push(inside);
+            }
+        }
+        windows
+    }
+}
+
+#[test]
+fn pools_of_three_dimensions_take_each_windows_maximum_index_and_mean() {
+    // Values with ties (the first maximum in the window's order wins), a window dilated in
+    // depth, strided, padded unevenly, its last partial window kept by ceil_mode.
+    let shape = [1usize, 2, 5, 4, 6];
+    let xs: Vec<f32> = (0..240).map(|i| ((i * 7) % 11) as f32 - 5.0).collect();
+    let geometry = |extra: Vec<AttributeProto>| {
+        let mut attrs = vec![
+            ints_attr("kernel_shape", &[2, 2, 3]),
+            ints_attr("strides", &[1, 2, 2]),
+            ints_attr("dilations", &[2, 1, 1]),
+            ints_attr("pads", &[1, 1, 1, 0, 0, 0]),
+            int_attr("ceil_mode", 1),
+        ];
+        attrs.extend(extra);
+        attrs
+    };
+    let windows = Windows {
+        shape,
+        kernel: [2, 2, 3],
+        strides: [1, 2, 2],
+        dilations: [2, 1, 1],
+        begin: [1, 1, 1],
+        // Depth: (5 + 1 - 3) / 1 + 1 = 4; height: ceil((4 + 1 - 2) / 2) + 1 = 3;
+        // width: ceil((6 + 1 - 3) / 2) + 1 = 3.
+        out: [4, 3, 3],
+    }
+    .each();
+    let mut indices_out = value("i", &[1, 2, 4, 3, 3]);
+    if let Some(Value::TensorType(t)) = indices_out.r#type.as_mut().and_then(|t| t.value.as_mut()) {
+        t.elem_type = DataType::Int64 as i32;
+    }
+    for storage_order in [0, 1] {
+        let m = model(
+            vec![
+                node(
+                    "MaxPool",
+                    &["x"],
+                    &["y", "i"],
+                    geometry(vec![int_attr("storage_order", storage_order)]),
+                ),
+                node("AveragePool", &["x"], &["a"], geometry(vec![])),
+            ],
+            vec![value("x", &[1, 2, 5, 4, 6])],
+            vec![
+                value("y", &[1, 2, 4, 3, 3]),
+                indices_out.clone(),
+                value("a", &[1, 2, 4, 3, 3]),
+            ],
+            vec![],
+        );
+        let result = imported(&m);
+        let x = Tensor::from_f64(
+            &TensorType::new(shape.iter().map(|&d| d as u64).collect(), ElementType::F32),
+            xs.iter().map(|&v| f64::from(v)),
+        );
+        let outputs = interpret(&result.module, 0, &[x]).expect("runs");
+        for (k, window) in windows.iter().enumerate() {
+            let first_max = window
+                .iter()
+                .copied()
+                .reduce(|best, i| if xs[i] > xs[best] { i } else { best })
+                .expect("every window overlaps the input");
+            let mean = window.iter().map(|&i| f64::from(xs[i])).sum::<f64>() / window.len() as f64;
+            assert_eq!(outputs[0].get_f64(k), f64::from(xs[first_max]), "max {k}");
+            assert!(
+                (outputs[2].get_f64(k) - mean).abs() < 1e-5,
+                "mean {k}: {} vs {mean} over {window:?}",
+                outputs[2].get_f64(k)
+            );
+            let index = if storage_order == 0 {
+                first_max
+            } else {
+                // The spatial axes flattened column-major: d + D * (h + H * w).
+                let (plane, rest) = (first_max / 120, first_max % 120);
+                let (d, h, w) = (rest / 24, rest / 6 % 4, rest % 6);
+                plane * 120 + d + 5 * (h + 4 * w)
+            };
+            assert_eq!(
+                outputs[1].get_f64(k),
+                index as f64,
+                "index {k} (storage_order {storage_order})"
+            );
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
