@@ -24,6 +24,13 @@ pub trait OpDef: Evaluate + Sync + 'static {
     /// returns its result types, or reports through `ctx` and returns `None`.
     fn infer(&self, ctx: &mut InferContext<'_>) -> Option<Vec<TensorType>>;
 
+    /// True when the op takes and makes tensors of the storage-only element types
+    /// ([`crate::types::ElementType::is_storage_only`]): casts, constants and ops that only
+    /// move elements. Every other op computing on them is a verifier error.
+    fn moves_storage_types(&self) -> bool {
+        false
+    }
+
     /// How the op becomes other ops of the graph, for ops that are compositions (`None`:
     /// it converts to MLIR directly). Every op has exactly one of the two; a test checks it.
     fn decomposition(&self) -> Option<&dyn Decompose> {

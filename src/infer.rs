@@ -378,6 +378,29 @@ pub fn shape_text(shape: &[u64]) -> String {
         .join("x")
 }
 
+/// Why `def` may not have operands of `operand_types` or results of `results`: one of them
+/// has a storage-only element type and the op computes on its elements.
+pub fn storage_type_misuse(
+    def: &dyn OpDef,
+    operand_types: &[&TensorType],
+    results: &[TensorType],
+) -> Option<String> {
+    if def.moves_storage_types() {
+        return None;
+    }
+    let stored = operand_types
+        .iter()
+        .copied()
+        .chain(results)
+        .find(|t| t.element.is_storage_only())?;
+    Some(format!(
+        "'{}' does not compute on {} elements ({stored}): they are for storage; cast them \
+         to a computing type first",
+        def.schema().full_name(),
+        stored.element
+    ))
+}
+
 /// The result types `def`'s shape rule gives an op built in code (a decomposition, an
 /// importer) with operands of `operand_types`, `attrs` and, when given, the written result
 /// types `written`, all placed at `span`; or the rule's messages, joined.
@@ -408,6 +431,13 @@ pub fn infer_op(
         );
         def.infer(&mut ctx)
     };
+    let operand_refs: Vec<&TensorType> = operand_types.iter().collect();
+    if let Some(misuse) = inferred
+        .as_ref()
+        .and_then(|types| storage_type_misuse(def, &operand_refs, types))
+    {
+        return Err(misuse);
+    }
     match inferred {
         Some(types) if diags.is_empty() => Ok(types),
         _ if diags.is_empty() => Err("its shape rule rejects it".into()),

@@ -11,6 +11,7 @@ pub mod expected_diagnostics;
 pub mod frontend;
 pub mod infer;
 pub mod ir;
+pub mod minifloat;
 #[cfg(feature = "mlir")]
 pub mod mlir;
 pub mod number;

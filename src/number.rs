@@ -14,7 +14,7 @@ pub fn round_to(value: f64, ty: ElementType) -> f64 {
         ElementType::BF16 => nearest_16_bit(value, bf16::from_f64(value).to_bits(), 0x7f80, |b| {
             bf16::from_bits(b).to_f64()
         }),
-        _ => value,
+        _ => ty.minifloat().map_or(value, |format| format.round(value)),
     }
 }
 
@@ -83,7 +83,7 @@ pub fn format_float(value: f64, ty: ElementType) -> String {
     }
     let shortest = match ty {
         ElementType::F32 => format!("{:?}", value as f32),
-        ElementType::F16 | ElementType::BF16 => shortest_by_search(value, ty),
+        _ if ty.is_float() && ty != ElementType::F64 => shortest_by_search(value, ty),
         _ => format!("{value:?}"),
     };
     with_decimal_point(&shortest)

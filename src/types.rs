@@ -31,6 +31,28 @@ pub enum ElementType {
     U32,
     /// Unsigned 64-bit integer.
     U64,
+    /// 8-bit float, 4 exponent and 3 mantissa bits, no infinities (storage only).
+    F8E4M3FN,
+    /// 8-bit float, 4 exponent and 3 mantissa bits, no infinities or negative zero (storage
+    /// only).
+    F8E4M3FNUZ,
+    /// 8-bit float, 5 exponent and 2 mantissa bits, IEEE-like (storage only).
+    F8E5M2,
+    /// 8-bit float, 5 exponent and 2 mantissa bits, no infinities or negative zero (storage
+    /// only).
+    F8E5M2FNUZ,
+    /// 4-bit float, 2 exponent bits and 1 mantissa bit, numbers only (storage only).
+    F4E2M1FN,
+    /// 8-bit powers of two with no sign, the scales of the OCP MX formats (storage only).
+    F8E8M0FNU,
+    /// Signed 4-bit integer (storage only).
+    I4,
+    /// Unsigned 4-bit integer (storage only).
+    U4,
+    /// Signed 2-bit integer (storage only).
+    I2,
+    /// Unsigned 2-bit integer (storage only).
+    U2,
 }
 
 /// What kind of numbers an element type holds.
@@ -46,7 +68,7 @@ pub enum ElementClass {
 
 impl ElementType {
     /// Every element type, in the order the language reference lists them.
-    pub const ALL: [ElementType; 13] = [
+    pub const ALL: [ElementType; 23] = [
         ElementType::F32,
         ElementType::F64,
         ElementType::F16,
@@ -60,6 +82,16 @@ impl ElementType {
         ElementType::U16,
         ElementType::U32,
         ElementType::U64,
+        ElementType::F8E4M3FN,
+        ElementType::F8E4M3FNUZ,
+        ElementType::F8E5M2,
+        ElementType::F8E5M2FNUZ,
+        ElementType::F4E2M1FN,
+        ElementType::F8E8M0FNU,
+        ElementType::I4,
+        ElementType::U4,
+        ElementType::I2,
+        ElementType::U2,
     ];
 
     /// The keyword (`f32`, `i1`, ...).
@@ -78,6 +110,16 @@ impl ElementType {
             ElementType::U16 => "ui16",
             ElementType::U32 => "ui32",
             ElementType::U64 => "ui64",
+            ElementType::F8E4M3FN => "f8E4M3FN",
+            ElementType::F8E4M3FNUZ => "f8E4M3FNUZ",
+            ElementType::F8E5M2 => "f8E5M2",
+            ElementType::F8E5M2FNUZ => "f8E5M2FNUZ",
+            ElementType::F4E2M1FN => "f4E2M1FN",
+            ElementType::F8E8M0FNU => "f8E8M0FNU",
+            ElementType::I4 => "i4",
+            ElementType::U4 => "ui4",
+            ElementType::I2 => "i2",
+            ElementType::U2 => "ui2",
         }
     }
 
@@ -89,9 +131,16 @@ impl ElementType {
     /// Float, int or bool.
     pub fn class(self) -> ElementClass {
         match self {
-            ElementType::F32 | ElementType::F64 | ElementType::F16 | ElementType::BF16 => {
-                ElementClass::Float
-            }
+            ElementType::F32
+            | ElementType::F64
+            | ElementType::F16
+            | ElementType::BF16
+            | ElementType::F8E4M3FN
+            | ElementType::F8E4M3FNUZ
+            | ElementType::F8E5M2
+            | ElementType::F8E5M2FNUZ
+            | ElementType::F4E2M1FN
+            | ElementType::F8E8M0FNU => ElementClass::Float,
             ElementType::I1 => ElementClass::Bool,
             ElementType::I8
             | ElementType::I16
@@ -100,16 +149,51 @@ impl ElementType {
             | ElementType::U8
             | ElementType::U16
             | ElementType::U32
-            | ElementType::U64 => ElementClass::Int,
+            | ElementType::U64
+            | ElementType::I4
+            | ElementType::U4
+            | ElementType::I2
+            | ElementType::U2 => ElementClass::Int,
         }
     }
 
-    /// True for the unsigned integer types (`ui8` ... `ui64`).
+    /// True for the unsigned integer types (`ui2` ... `ui64`).
     pub fn is_unsigned(self) -> bool {
         matches!(
             self,
-            ElementType::U8 | ElementType::U16 | ElementType::U32 | ElementType::U64
+            ElementType::U8
+                | ElementType::U16
+                | ElementType::U32
+                | ElementType::U64
+                | ElementType::U4
+                | ElementType::U2
         )
+    }
+
+    /// True for the types tensors are stored in but not computed in: the 8- and 4-bit floats
+    /// and the 4- and 2-bit integers. Each element takes a byte in memory; only the ops that
+    /// declare [`crate::dialect::OpDef::moves_storage_types`] (casts, constants, data
+    /// movement) take or make them.
+    pub fn is_storage_only(self) -> bool {
+        self.minifloat().is_some()
+            || matches!(
+                self,
+                ElementType::I4 | ElementType::U4 | ElementType::I2 | ElementType::U2
+            )
+    }
+
+    /// The format of an 8- or 4-bit float type.
+    pub fn minifloat(self) -> Option<crate::minifloat::MiniFloat> {
+        use crate::minifloat::*;
+        match self {
+            ElementType::F8E4M3FN => Some(F8E4M3FN),
+            ElementType::F8E4M3FNUZ => Some(F8E4M3FNUZ),
+            ElementType::F8E5M2 => Some(F8E5M2),
+            ElementType::F8E5M2FNUZ => Some(F8E5M2FNUZ),
+            ElementType::F4E2M1FN => Some(F4E2M1FN),
+            ElementType::F8E8M0FNU => Some(F8E8M0FNU),
+            _ => None,
+        }
     }
 
     /// The lowest and highest value of this integer type (`i1`: 0 and 1; float types: the
@@ -165,7 +249,15 @@ impl ElementType {
     pub fn bit_width(self) -> u32 {
         match self {
             ElementType::I1 => 1,
-            ElementType::I8 | ElementType::U8 => 8,
+            ElementType::I2 | ElementType::U2 => 2,
+            ElementType::I4 | ElementType::U4 | ElementType::F4E2M1FN => 4,
+            ElementType::I8
+            | ElementType::U8
+            | ElementType::F8E4M3FN
+            | ElementType::F8E4M3FNUZ
+            | ElementType::F8E5M2
+            | ElementType::F8E5M2FNUZ
+            | ElementType::F8E8M0FNU => 8,
             ElementType::F16 | ElementType::BF16 | ElementType::I16 | ElementType::U16 => 16,
             ElementType::F32 | ElementType::I32 | ElementType::U32 => 32,
             ElementType::F64 | ElementType::I64 | ElementType::U64 => 64,

@@ -1,5 +1,7 @@
 //! Tensors as the bytes compiled code reads and writes, on the CPU and the GPU alike: the
-//! elements in row-major order, little-endian, each in its element type (`i1` a byte).
+//! elements in row-major order, little-endian, each in its element type (`i1` and the
+//! storage-only types a byte each: the 8- and 4-bit floats' codes, the 4- and 2-bit integers
+//! sign- or zero-extended).
 
 use crate::attr::Scalar;
 use crate::exec::tensor::{Tensor, TensorData};
@@ -22,6 +24,9 @@ pub fn encode_into(tensor: &Tensor, bytes: &mut [u8]) {
             (ElementType::F64, ..) => chunk.copy_from_slice(&value.to_le_bytes()),
             (ElementType::F16, ..) => chunk.copy_from_slice(&f16::from_f64(value).to_le_bytes()),
             (ElementType::BF16, ..) => chunk.copy_from_slice(&bf16::from_f64(value).to_le_bytes()),
+            (_, ElementClass::Float, _) if element.minifloat().is_some() => {
+                chunk[0] = element.minifloat().map_or(0, |f| f.encode(value))
+            }
             (_, ElementClass::Int, TensorData::Int(v)) => {
                 chunk.copy_from_slice(&v[i].to_le_bytes()[..width])
             }
@@ -69,6 +74,9 @@ pub fn scalar_at(element: ElementType, bytes: &[u8], index: usize) -> Scalar {
 
 /// The float one element's little-endian bytes hold.
 fn read_float(element: ElementType, c: &[u8]) -> f64 {
+    if let Some(format) = element.minifloat() {
+        return format.decode(c[0]);
+    }
     match element {
         ElementType::F32 => f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
         ElementType::F16 => f16::from_le_bytes([c[0], c[1]]).to_f64(),
@@ -95,8 +103,10 @@ mod tests {
             let ty = TensorType::new(vec![3], element);
             let values = match element.class() {
                 ElementClass::Float => vec![1.5, -0.25, 3.0],
-                ElementClass::Int if element.is_unsigned() => vec![250.0, 0.0, 3.0],
-                ElementClass::Int => vec![-4.0, 0.0, 3.0],
+                ElementClass::Int => {
+                    let (low, high) = element.int_bounds();
+                    vec![high.min(250) as f64, 0.0, low.max(-4) as f64]
+                }
                 ElementClass::Bool => vec![1.0, 0.0, 1.0],
             };
             let tensor = Tensor::from_f64(&ty, values);

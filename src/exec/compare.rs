@@ -25,14 +25,19 @@ pub struct Tolerance {
 
 impl Tolerance {
     /// The tolerance for results of `element` type: f32 relative 1e-4 or absolute 1e-5;
-    /// f64 1e-10 / 1e-12; f16 and bf16 from their precision; integers and booleans exact.
+    /// f64 1e-10 / 1e-12; f16, bf16 and the 8- and 4-bit floats from their precision;
+    /// integers and booleans exact.
     pub fn for_element(element: ElementType) -> Tolerance {
         let (abs, rel) = match element {
             ElementType::F32 => (1e-5, 1e-4),
             ElementType::F64 => (1e-12, 1e-10),
             ElementType::F16 => (1e-3, 1e-2),
             ElementType::BF16 => (1e-2, 2e-2),
-            _ => (0.0, 0.0),
+            // One step of the mantissa: inputs a rounding apart may round to neighbours.
+            other => match other.minifloat() {
+                Some(format) => (0.0, 0.5f64.powi(format.mantissa as i32)),
+                None => (0.0, 0.0),
+            },
         };
         Tolerance { abs, rel }
     }

@@ -38,7 +38,7 @@ const DTYPES: [(&str, ElementType); 15] = [
 ];
 
 /// The supported dtypes, for messages.
-const SUPPORTED: &str = "'<f2' (f16), '<f4' (f32), '<f8' (f64), '|i1' (i8), '<i2' (i16), '<i4' (i32), '<i8' (i64), '|u1' (ui8), '<u2' (ui16), '<u4' (ui32), '<u8' (ui64), '|b1' (bool), '<V2' (bf16, as ml_dtypes writes it)";
+const SUPPORTED: &str = "'<f2' (f16), '<f4' (f32), '<f8' (f64), '|i1' (i8), '<i2' (i16), '<i4' (i32), '<i8' (i64), '|u1' (ui8), '<u2' (ui16), '<u4' (ui32), '<u8' (ui64), '|b1' (bool), '<V2' (bf16, as ml_dtypes writes it), '<V1' and '<f1' (for a parameter of an 8-, 4- or 2-bit type, as ml_dtypes writes them)";
 
 /// Why bytes are not a readable `.npy` file, or a tensor cannot be written as one.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -97,8 +97,24 @@ pub enum NpyError {
     InvalidTensor(String),
 }
 
+/// The dtype ml_dtypes writes a storage-only type's bytes with (one byte per element):
+/// `<f1` for float8_e5m2, `<V1` (raw bytes) for the others.
+fn storage_descr(element: ElementType) -> &'static str {
+    match element {
+        ElementType::F8E5M2 => "<f1",
+        _ => "<V1",
+    }
+}
+
 /// Reads a `.npy` file (format 1.0, 2.0 or 3.0) of one of the supported dtypes, in C order.
 pub fn read_npy(bytes: &[u8]) -> Result<Tensor, NpyError> {
+    read_npy_expecting(bytes, None)
+}
+
+/// [`read_npy`] for a tensor expected to have elements of `expected`: one-byte raw elements
+/// (`<V1`, `|V1`, `<f1`, `|f1`: how ml_dtypes writes its 8-, 4- and 2-bit types, which the
+/// dtype alone does not tell apart) are read as `expected` when it is a storage-only type.
+pub fn read_npy_expecting(bytes: &[u8], expected: Option<ElementType>) -> Result<Tensor, NpyError> {
     if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
         return Err(NpyError::BadMagic);
     }
@@ -135,7 +151,7 @@ pub fn read_npy(bytes: &[u8]) -> Result<Tensor, NpyError> {
         // Versions 1.0 and 2.0 are Latin-1: every byte is the code point of its value.
         header_bytes.iter().map(|&b| char::from(b)).collect()
     };
-    let (element, shape) = parse_header(&header)?;
+    let (element, shape) = parse_header(&header, expected.filter(|e| e.is_storage_only()))?;
     let ty = TensorType::new(shape, element);
     let count = ty
         .num_elements()
@@ -165,7 +181,7 @@ pub fn write_npy(tensor: &Tensor) -> Result<Vec<u8>, NpyError> {
         .iter()
         .find(|(_, e)| *e == element)
         .map(|(d, _)| *d)
-        .expect("every element type has a dtype");
+        .unwrap_or_else(|| storage_descr(element));
     if let Some(problem) = tensor.inconsistency() {
         return Err(NpyError::InvalidTensor(problem));
     }
@@ -278,7 +294,10 @@ impl fmt::Display for Literal {
 }
 
 /// The element type and shape a header describes.
-fn parse_header(header: &str) -> Result<(ElementType, Vec<u64>), NpyError> {
+fn parse_header(
+    header: &str,
+    storage: Option<ElementType>,
+) -> Result<(ElementType, Vec<u64>), NpyError> {
     let mut parser = LiteralParser {
         chars: header.chars().collect(),
         at: 0,
@@ -322,6 +341,7 @@ fn parse_header(header: &str) -> Result<(ElementType, Vec<u64>), NpyError> {
         }
     }
     let element = match &descr {
+        Literal::Str(d) if ["<V1", "|V1", "<f1", "|f1"].contains(&d.as_str()) => storage,
         Literal::Str(d) => DTYPES.iter().find(|(name, _)| name == d).map(|(_, e)| *e),
         _ => None,
     }
@@ -707,6 +727,31 @@ mod tests {
     }
 
     #[test]
+    fn storage_types_are_ml_dtypes_bytes() {
+        let ty = TensorType::new(vec![3], ElementType::F8E4M3FN);
+        let tensor = Tensor::from_f64(&ty, [1.5, -448.0, 0.015625]);
+        let bytes = write_npy(&tensor).expect("writable");
+        let header = String::from_utf8_lossy(&bytes[10..60]).to_string();
+        assert!(header.contains("'descr': '<V1'"), "{header}");
+        // The codes, as ml_dtypes.float8_e4m3fn holds them.
+        assert_eq!(bytes[bytes.len() - 3..], [0x3c, 0xfe, 0x08]);
+        let back = read_npy_expecting(&bytes, Some(ElementType::F8E4M3FN)).expect("readable");
+        assert_eq!(back, tensor);
+        // Without a type to read them as, raw bytes are refused.
+        assert!(matches!(
+            read_npy(&bytes),
+            Err(NpyError::UnsupportedDtype(_))
+        ));
+        let i4 = Tensor::from_numbers(&TensorType::new(vec![2], ElementType::I4), [-8.0, 7.0]);
+        let bytes = write_npy(&i4).expect("writable");
+        assert_eq!(bytes[bytes.len() - 2..], [0xf8, 0x07]);
+        assert_eq!(
+            read_npy_expecting(&bytes, Some(ElementType::I4)).expect("readable"),
+            i4
+        );
+    }
+
+    #[test]
     fn names_each_kind_of_bad_input() {
         let dict = |descr: &str, fortran: &str, shape: &str| {
             format!("{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {shape}, }}")
@@ -729,7 +774,7 @@ mod tests {
         );
         assert_eq!(
             read(&npy_v1(&dict(">f4", "False", "(1,)"), &[0; 4])),
-            "unsupported dtype '>f4': supported are '<f2' (f16), '<f4' (f32), '<f8' (f64), '|i1' (i8), '<i2' (i16), '<i4' (i32), '<i8' (i64), '|u1' (ui8), '<u2' (ui16), '<u4' (ui32), '<u8' (ui64), '|b1' (bool), '<V2' (bf16, as ml_dtypes writes it)"
+            "unsupported dtype '>f4': supported are '<f2' (f16), '<f4' (f32), '<f8' (f64), '|i1' (i8), '<i2' (i16), '<i4' (i32), '<i8' (i64), '|u1' (ui8), '<u2' (ui16), '<u4' (ui32), '<u8' (ui64), '|b1' (bool), '<V2' (bf16, as ml_dtypes writes it), '<V1' and '<f1' (for a parameter of an 8-, 4- or 2-bit type, as ml_dtypes writes them)"
         );
         assert!(read(&npy_v1(&dict("<c8", "False", "(1,)"), &[0; 8])).contains("'<c8'"));
         assert_eq!(
@@ -791,7 +836,7 @@ mod tests {
         );
         assert_eq!(
             read("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }"),
-            "unsupported dtype [('a', '<f4')]: supported are '<f2' (f16), '<f4' (f32), '<f8' (f64), '|i1' (i8), '<i2' (i16), '<i4' (i32), '<i8' (i64), '|u1' (ui8), '<u2' (ui16), '<u4' (ui32), '<u8' (ui64), '|b1' (bool), '<V2' (bf16, as ml_dtypes writes it)"
+            "unsupported dtype [('a', '<f4')]: supported are '<f2' (f16), '<f4' (f32), '<f8' (f64), '|i1' (i8), '<i2' (i16), '<i4' (i32), '<i8' (i64), '|u1' (ui8), '<u2' (ui16), '<u4' (ui32), '<u8' (ui64), '|b1' (bool), '<V2' (bf16, as ml_dtypes writes it), '<V1' and '<f1' (for a parameter of an 8-, 4- or 2-bit type, as ml_dtypes writes them)"
         );
         let mut short = npy_v1(
             "{'descr': '<f4', 'fortran_order': False, 'shape': (), }",

@@ -28,8 +28,9 @@ impl SplitMix64 {
 ///   type's significant bits (2^-52 for f64, 2^-23 for f32, 2^-10 for f16, 2^-7 for bf16):
 ///   every grid point is a value of the type, so rounding to it changes nothing, and 1 is
 ///   never reached (rounding a finer uniform draw could give 1).
-/// - Integers are uniform in `-4..=4`, unsigned ones in `0..=8` (they fit every integer
-///   type, and products of a few stay small).
+/// - Unsigned float formats (`f8E8M0FNU`'s powers of two) are uniform in 2^-8 ... 2^-1.
+/// - Integers are uniform in `-4..=4`, unsigned ones in `0..=8` (products of a few stay
+///   small), cut to the 4- and 2-bit types' ranges.
 /// - Booleans are a fair coin.
 ///
 /// A tensor too large to count (more than `u64::MAX` elements) comes back empty.
@@ -39,13 +40,24 @@ pub fn random_tensor(ty: &TensorType, seed: u64) -> Tensor {
     let data = match ty.element {
         ElementType::I1 => TensorData::Bool((0..n).map(|_| rng.next() >> 63 == 1).collect()),
         element if element.class() == ElementClass::Int => {
-            let low = if element.is_unsigned() { 0 } else { -4 };
+            let (min, max) = element.int_bounds();
+            let low = if element.is_unsigned() {
+                0
+            } else {
+                (-4).max(min as i64)
+            };
+            let count = 9.min(max - i128::from(low) + 1) as u128;
             TensorData::Int(
                 (0..n)
-                    .map(|_| ((u128::from(rng.next()) * 9) >> 64) as i64 + low)
+                    .map(|_| ((u128::from(rng.next()) * count) >> 64) as i64 + low)
                     .collect(),
             )
         }
+        element if element.minifloat().is_some_and(|f| !f.signed()) => TensorData::Float(
+            (0..n)
+                .map(|_| 2f64.powi(-1 - (rng.next() >> 61) as i32))
+                .collect(),
+        ),
         element => {
             let p = significand_bits(element);
             let step = 2f64.powi(1 - p as i32);
@@ -111,12 +123,20 @@ mod tests {
             match &t.data {
                 TensorData::Float(v) => {
                     assert!(v.iter().all(|&x| (-1.0..1.0).contains(&x)), "{element}");
-                    assert!(v.iter().any(|&x| x < -0.5) && v.iter().any(|&x| x > 0.5));
+                    let signed = element.minifloat().is_none_or(|f| f.signed());
+                    assert!(!signed || v.iter().any(|&x| x <= -0.5), "{element}");
+                    assert!(v.iter().any(|&x| x >= 0.5), "{element}");
                 }
                 TensorData::Int(v) => {
-                    let low = if element.is_unsigned() { 0 } else { -4 };
-                    assert!(v.iter().all(|x| (low..=low + 8).contains(x)), "{element}");
-                    for value in low..=low + 8 {
+                    let (min, max) = element.int_bounds();
+                    let low = if element.is_unsigned() {
+                        0
+                    } else {
+                        (-4).max(min as i64)
+                    };
+                    let high = (i128::from(low) + 8).min(max) as i64;
+                    assert!(v.iter().all(|x| (low..=high).contains(x)), "{element}");
+                    for value in low..=high {
                         assert!(v.contains(&value), "{element} never gives {value}");
                     }
                 }

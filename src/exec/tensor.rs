@@ -167,8 +167,12 @@ impl Tensor {
 }
 
 /// Significant bits (with the implicit one) of float type `element`: 11 for f16, 8 for bf16,
-/// 24 for f32, 53 for f64 (and for the other types).
+/// 24 for f32, 53 for f64 (and for the other types), the mantissa and one for the 8- and
+/// 4-bit floats.
 pub fn significand_bits(element: ElementType) -> u32 {
+    if let Some(format) = element.minifloat() {
+        return format.mantissa + 1;
+    }
     match element {
         ElementType::F16 => 11,
         ElementType::BF16 => 8,

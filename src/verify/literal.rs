@@ -102,14 +102,25 @@ fn scalar(ast: &AstScalar, element: ElementType) -> Result<Scalar, Diagnostic> {
     match (element.class(), ast.kind) {
         (ElementClass::Float, ScalarKind::Float | ScalarKind::Int) => {
             let value = parse_float(&ast.text, element).ok_or_else(|| mismatch("float"))?;
-            let literal_is_finite = !ast.text.contains("inf") && ast.text != "nan";
-            if value.is_infinite() && literal_is_finite {
-                return Err(Diagnostic::error(
-                    ast.span,
-                    format!("float literal ({}) overflows {element}", ast.text),
-                ));
+            let infinite = ast.text.contains("inf");
+            let nan = ast.text == "nan";
+            // A finite literal past the largest number becomes infinity or, in the 8-bit
+            // formats without infinities, NaN; those formats and f4E2M1FN lack some specials.
+            let problem = if !infinite && !nan && !value.is_finite() {
+                Some(format!("float literal ({}) overflows {element}", ast.text))
+            } else if (infinite && !value.is_infinite()) || (nan && !value.is_nan()) {
+                let special = if nan { "NaN" } else { "infinities" };
+                Some(format!(
+                    "float literal ({}) is not a {element} element: {element} has no {special}",
+                    ast.text
+                ))
+            } else {
+                None
+            };
+            match problem {
+                Some(message) => Err(Diagnostic::error(ast.span, message)),
+                None => Ok(Scalar::Float(value)),
             }
-            Ok(Scalar::Float(value))
         }
         (ElementClass::Int, ScalarKind::Int) => {
             let (min, max) = element.int_bounds();

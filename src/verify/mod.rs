@@ -18,7 +18,7 @@ mod types;
 use crate::attr::Attribute;
 use crate::diag::Diagnostic;
 use crate::dialect::{OpDef, Registry};
-use crate::infer::InferContext;
+use crate::infer::{storage_type_misuse, InferContext};
 use crate::ir::{Func, Module, OpKind, Operation, ValueId, ValueInfo};
 use crate::source::Span;
 use crate::suggest::did_you_mean;
@@ -539,6 +539,11 @@ impl FuncVerifier<'_> {
             .into_iter()
             .map(|ty| ctx.check_extent(ty))
             .collect::<Option<Vec<_>>>()?;
+        let operand_refs: Vec<&TensorType> = operand_types.iter().map(|(t, _)| t).collect();
+        if let Some(misuse) = storage_type_misuse(def, &operand_refs, &inferred) {
+            self.diags.push(Diagnostic::error(name.span, misuse));
+            return None;
+        }
         self.check_written(written.as_deref(), &inferred, "the inferred type")?;
         Some((
             Operation {

@@ -44,10 +44,11 @@ impl TensorStore for NoTensors {
     }
 }
 
-/// The safetensors dtype name of `element` (`F32`, `BOOL`, ...).
-pub fn safetensors_dtype(element: ElementType) -> safetensors::Dtype {
+/// The safetensors dtype of `element` (`F32`, `BOOL`, ...); none for the 4- and 2-bit types,
+/// which safetensors packs where tessera keeps a byte per element (they stay inline).
+pub fn safetensors_dtype(element: ElementType) -> Option<safetensors::Dtype> {
     use safetensors::Dtype;
-    match element {
+    Some(match element {
         ElementType::F32 => Dtype::F32,
         ElementType::F64 => Dtype::F64,
         ElementType::F16 => Dtype::F16,
@@ -61,12 +62,22 @@ pub fn safetensors_dtype(element: ElementType) -> safetensors::Dtype {
         ElementType::U16 => Dtype::U16,
         ElementType::U32 => Dtype::U32,
         ElementType::U64 => Dtype::U64,
-    }
+        ElementType::F8E4M3FN => Dtype::F8_E4M3,
+        ElementType::F8E4M3FNUZ => Dtype::F8_E4M3FNUZ,
+        ElementType::F8E5M2 => Dtype::F8_E5M2,
+        ElementType::F8E5M2FNUZ => Dtype::F8_E5M2FNUZ,
+        ElementType::F8E8M0FNU => Dtype::F8_E8M0,
+        ElementType::F4E2M1FN
+        | ElementType::I4
+        | ElementType::U4
+        | ElementType::I2
+        | ElementType::U2 => return None,
+    })
 }
 
 /// The tessera element type of safetensors dtype `dtype`, when there is one.
 pub fn element_of_dtype(dtype: safetensors::Dtype) -> Option<ElementType> {
     ElementType::ALL
         .into_iter()
-        .find(|&e| safetensors_dtype(e) == dtype)
+        .find(|&e| safetensors_dtype(e) == Some(dtype))
 }

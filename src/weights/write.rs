@@ -11,7 +11,8 @@ struct Entry<'t> {
 
 impl safetensors::View for Entry<'_> {
     fn dtype(&self) -> safetensors::Dtype {
-        safetensors_dtype(self.tensor.ty.element)
+        // write_safetensors refuses the types without a dtype before serializing.
+        safetensors_dtype(self.tensor.ty.element).unwrap_or(safetensors::Dtype::U8)
     }
 
     fn shape(&self) -> &[usize] {
@@ -32,6 +33,16 @@ pub fn write_safetensors<'t>(
     path: &Path,
     tensors: impl IntoIterator<Item = (&'t str, &'t StoredTensor)>,
 ) -> Result<(), String> {
+    let tensors: Vec<(&str, &StoredTensor)> = tensors.into_iter().collect();
+    if let Some((key, tensor)) = tensors
+        .iter()
+        .find(|(_, t)| safetensors_dtype(t.ty.element).is_none())
+    {
+        return Err(format!(
+            "'{key}' is {}: safetensors has no dtype for {} elements (keep it inline)",
+            tensor.ty, tensor.ty.element
+        ));
+    }
     let bytes = safetensors::serialize(
         tensors.into_iter().map(|(key, tensor)| {
             let shape = tensor.ty.shape.iter().map(|&d| d as usize).collect();

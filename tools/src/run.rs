@@ -15,7 +15,7 @@ use tessera::crash::Activity;
 use tessera::diag::render_all;
 use tessera::exec::compare::{compare, Tolerance};
 use tessera::exec::interpret::{interpret, MAX_ELEMENTS};
-use tessera::exec::npy::{read_npy, write_npy};
+use tessera::exec::npy::{read_npy_expecting, write_npy};
 use tessera::exec::random::random_tensor;
 use tessera::exec::sensitivity::sensitivity;
 use tessera::exec::tensor::{Tensor, TensorData};
@@ -506,7 +506,7 @@ fn input(
     }
     let bytes = std::fs::read(spec)
         .map_err(|e| format!("tessera-run: error: argument '{name}': cannot read '{spec}': {e}"))?;
-    let tensor = read_npy(&bytes)
+    let tensor = read_npy_expecting(&bytes, Some(ty.element))
         .map_err(|e| format!("tessera-run: error: argument '{name}': '{spec}': {e}"))?;
     if &tensor.ty != ty {
         return Err(format!(

@@ -25,6 +25,11 @@ static SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Constant {
+    /// It only moves or converts elements.
+    fn moves_storage_types(&self) -> bool {
+        true
+    }
+
     fn converter(&self) -> Option<&dyn ConvertToMlir> {
         Some(self)
     }

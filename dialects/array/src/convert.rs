@@ -7,6 +7,7 @@ use crate::elementwise::{Binary, BinaryKind, Cast, Compare, Select, Unary, Unary
 use crate::layout::{Broadcast, Concat, Gather, Pad, Reshape, Slice, TakeAlong, Transpose};
 use crate::matmul::Matmul;
 use crate::reduce::{Argmax, Reduce, ReduceKind};
+use crate::storage_cast::{cast_element, CastTables};
 use crate::transcendental;
 use melior::ir::r#type::IntegerType;
 use melior::ir::{Type, Value};
@@ -263,10 +264,11 @@ impl ConvertToMlir for Cast {
 
     fn convert<'c, 'a>(&self, op: &OpConversion<'c, 'a, '_>) -> Results<'c, 'a> {
         let (from, to) = (op.operand_types[0].element, op.result().element);
+        let tables = CastTables::new(&op.emit, from, to)?;
         let value = op.emit.elementwise(
             &[(op.operands[0], op.operand_types[0])],
             op.result(),
-            |e, x| cast_scalar(e, x[0], from, to),
+            |e, x| cast_element(e, x[0], from, to, &tables),
         )?;
         Ok(vec![value])
     }

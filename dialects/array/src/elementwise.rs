@@ -671,6 +671,11 @@ static CAST_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Cast {
+    /// It only moves or converts elements.
+    fn moves_storage_types(&self) -> bool {
+        true
+    }
+
     fn transpose_rule(&self) -> TransposeRule {
         TransposeRule::Elementwise
     }

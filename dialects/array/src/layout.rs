@@ -40,6 +40,11 @@ static TRANSPOSE_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Transpose {
+    /// It only moves or converts elements.
+    fn moves_storage_types(&self) -> bool {
+        true
+    }
+
     fn converter(&self) -> Option<&dyn ConvertToMlir> {
         Some(self)
     }
@@ -88,6 +93,11 @@ static RESHAPE_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Reshape {
+    /// It only moves or converts elements.
+    fn moves_storage_types(&self) -> bool {
+        true
+    }
+
     fn converter(&self) -> Option<&dyn ConvertToMlir> {
         Some(self)
     }
@@ -128,6 +138,11 @@ static BROADCAST_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Broadcast {
+    /// It only moves or converts elements.
+    fn moves_storage_types(&self) -> bool {
+        true
+    }
+
     fn converter(&self) -> Option<&dyn ConvertToMlir> {
         Some(self)
     }
@@ -184,6 +199,11 @@ static CONCAT_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Concat {
+    /// It only moves or converts elements.
+    fn moves_storage_types(&self) -> bool {
+        true
+    }
+
     fn transpose_rule(&self) -> TransposeRule {
         TransposeRule::Axes {
             per_dim: &[],
@@ -260,6 +280,11 @@ static SLICE_SCHEMA: OpSchema = OpSchema {
 };
 
 impl OpDef for Slice {
+    /// It only moves or converts elements.
+    fn moves_storage_types(&self) -> bool {
+        true
+    }
+
     fn transpose_rule(&self) -> TransposeRule {
         TransposeRule::Axes {
             per_dim: &["start", "limit", "stride"],

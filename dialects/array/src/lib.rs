@@ -9,6 +9,7 @@ mod eval;
 pub mod layout;
 pub mod matmul;
 pub mod reduce;
+mod storage_cast;
 mod transcendental;
 
 use tessera::dialect::{Dialect, OpDef};

@@ -336,7 +336,10 @@ impl<'r> Graph<'r> {
         if scalars.len() > 1 && scalars.iter().all(|s| *s == scalars[0]) {
             return DenseValue::Splat(scalars[0]);
         }
-        if scalars.len() <= INLINE_ELEMENTS {
+        // Types safetensors has no dtype for (the 4- and 2-bit ones, which it packs) stay
+        // inline whatever their size.
+        let storable = tessera::weights::safetensors_dtype(tensor.ty.element).is_some();
+        if scalars.len() <= INLINE_ELEMENTS || !storable {
             return DenseValue::Elements(scalars);
         }
         let base = self

@@ -19,11 +19,32 @@ pub struct TensorError {
     pub problem: String,
 }
 
+/// The element types tessera has, for messages.
+const KNOWN: &str = "f32, f64, f16, bf16, i1, i8, i16, i32, i64, ui8, ui16, ui32, ui64, \
+    f8E4M3FN, f8E4M3FNUZ, f8E5M2, f8E5M2FNUZ, f4E2M1FN, f8E8M0FNU, i4, ui4, i2, ui2";
+
 /// The tessera element type of ONNX data type `data_type`.
 pub fn element_type(data_type: i32) -> Result<ElementType, String> {
+    // The 8-, 4- and 2-bit types by number: the generated enum predates some of them.
+    let narrow = match data_type {
+        17 => Some(ElementType::F8E4M3FN),
+        18 => Some(ElementType::F8E4M3FNUZ),
+        19 => Some(ElementType::F8E5M2),
+        20 => Some(ElementType::F8E5M2FNUZ),
+        21 => Some(ElementType::U4),
+        22 => Some(ElementType::I4),
+        23 => Some(ElementType::F4E2M1FN),
+        24 => Some(ElementType::F8E8M0FNU),
+        25 => Some(ElementType::U2),
+        26 => Some(ElementType::I2),
+        _ => None,
+    };
+    if let Some(element) = narrow {
+        return Ok(element);
+    }
     let Ok(known) = DataType::try_from(data_type) else {
         return Err(format!(
-            "has elements of ONNX data type {data_type}, which tessera has no type for (it has f32, f64, f16, bf16, i1, i8, i16, i32, i64, ui8, ui16, ui32, ui64)"
+            "has elements of ONNX data type {data_type}, which tessera has no type for (it has {KNOWN})"
         ));
     };
     Ok(match known {
@@ -42,11 +63,20 @@ pub fn element_type(data_type: i32) -> Result<ElementType, String> {
         DataType::Uint64 => ElementType::U64,
         other => {
             return Err(format!(
-                "has elements of type {other:?}, which tessera has no type for (it has f32, f64, f16, bf16, i1, i8, i16, i32, i64, ui8, ui16, ui32, ui64)"
-
+                "has elements of type {other:?}, which tessera has no type for (it has {KNOWN})"
             ))
         }
     })
+}
+
+/// Elements per byte of ONNX's packed data for `element`: 2 for the 4-bit types, 4 for the
+/// 2-bit ones (the first element in the lowest bits), 1 otherwise.
+fn packed_per_byte(element: ElementType) -> usize {
+    match element.bit_width() {
+        4 => 2,
+        2 => 4,
+        _ => 1,
+    }
 }
 
 /// `proto` as a tessera tensor, refused when it would take more than `limit` bytes.
@@ -80,15 +110,31 @@ pub fn tensor_of(proto: &TensorProto, limit: u64) -> Result<Tensor, TensorError>
         )));
     }
     let count = (bytes / width) as usize;
-    let data = little_endian(proto, element, count).map_err(fail)?;
-    if data.len() as u64 != bytes {
+    // The 4- and 2-bit types are packed: a typed field holds one byte of them per value.
+    let per_byte = packed_per_byte(element);
+    let (values, stored) = match per_byte {
+        1 => (count, bytes as usize),
+        _ => (count.div_ceil(per_byte), count.div_ceil(per_byte)),
+    };
+    let data = little_endian(proto, element, values).map_err(fail)?;
+    if data.len() != stored {
         return Err(fail(format!(
-            "has {} bytes of data where its shape {:?} of {element} needs {bytes}",
+            "has {} bytes of data where its shape {:?} of {element} needs {stored}",
             data.len(),
             proto.dims
         )));
     }
-    Ok(decode(&ty, &data))
+    if per_byte == 1 {
+        return Ok(decode(&ty, &data));
+    }
+    // One byte per element, as tessera keeps them (the element's bits, which decoding
+    // sign-extends for the signed types).
+    let bits = 8 / per_byte;
+    let mask = (1u8 << bits) - 1;
+    let unpacked: Vec<u8> = (0..count)
+        .map(|i| (data[i / per_byte] >> (bits * (i % per_byte))) & mask)
+        .collect();
+    Ok(decode(&ty, &unpacked))
 }
 
 /// The data of `proto` (of `element`, `count` elements) as little-endian bytes: its
@@ -123,9 +169,20 @@ fn little_endian(
                 (v as u16).to_le_bytes()
             })
         }
-        ElementType::I8 | ElementType::U8 | ElementType::I1 => {
-            field(&proto.int32_data, "int32_data", count, |v| [v as u8])
-        }
+        // The 8-bit floats' codes one per int32, the 4- and 2-bit types packed bytes.
+        ElementType::I8
+        | ElementType::U8
+        | ElementType::I1
+        | ElementType::F8E4M3FN
+        | ElementType::F8E4M3FNUZ
+        | ElementType::F8E5M2
+        | ElementType::F8E5M2FNUZ
+        | ElementType::F4E2M1FN
+        | ElementType::F8E8M0FNU
+        | ElementType::I4
+        | ElementType::U4
+        | ElementType::I2
+        | ElementType::U2 => field(&proto.int32_data, "int32_data", count, |v| [v as u8]),
         ElementType::I16 | ElementType::U16 => field(&proto.int32_data, "int32_data", count, |v| {
             (v as u16).to_le_bytes()
         }),

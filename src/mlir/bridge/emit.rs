@@ -66,13 +66,16 @@ pub struct Emitter<'c, 'a> {
 }
 
 impl<'c, 'a> Emitter<'c, 'a> {
-    /// The MLIR type of `element` (`i1` for booleans).
+    /// The MLIR type of `element` (`i1` for booleans; `i8`, the byte each is stored in, for
+    /// the storage-only types, whose casts this crate's lowerings spell out in integer and
+    /// table operations, since MLIR 19 lowers no arithmetic on them to LLVM).
     pub fn element_type(&self, element: ElementType) -> Type<'c> {
         match element {
             ElementType::F32 => Type::float32(self.context),
             ElementType::F64 => Type::float64(self.context),
             ElementType::F16 => Type::float16(self.context),
             ElementType::BF16 => Type::bfloat16(self.context),
+            other if other.is_storage_only() => IntegerType::new(self.context, 8).into(),
             other => IntegerType::new(self.context, other.bit_width()).into(),
         }
     }
@@ -148,6 +151,11 @@ impl<'c, 'a> Emitter<'c, 'a> {
     /// The attribute of one element of type `element`.
     fn scalar_attr(&self, element: ElementType, value: Scalar) -> Attribute<'c> {
         let ty = self.element_type(element);
+        if let Some(format) = element.minifloat() {
+            // Stored as its code's byte.
+            return IntegerAttribute::new(ty, i64::from(format.encode(value.as_f64()) as i8))
+                .into();
+        }
         match (element.class(), value) {
             (ElementClass::Float, v) => FloatAttribute::new(self.context, ty, v.as_f64()).into(),
             (_, Scalar::Bool(b)) => IntegerAttribute::new(ty, i64::from(b)).into(),

@@ -7,6 +7,7 @@ use crate::graph::{invalid, unsupported, Graph, NodeResult, Val};
 use crate::node::Node;
 use crate::tensor::element_type;
 use tessera::attr::{Attribute, Scalar};
+use tessera::minifloat::{MiniFloat, Specials};
 use tessera::types::{ElementClass, ElementType};
 
 /// `Add`, `Sub`, `Mul`, `Div`: the `array` op of the same name.
@@ -252,14 +253,80 @@ pub fn clip(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>>
 
 /// `Cast` to the element type `to` names, and `CastLike` to its second input's.
 pub fn cast(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
-    if node.proto.op_type == "CastLike" {
-        let like = g.ty(&input(inputs, 1)?).element;
-        return Ok(vec![g.cast(&input(inputs, 0)?, like)?]);
+    let saturate = node.int("saturate", 1) != 0;
+    let element = if node.proto.op_type == "CastLike" {
+        g.ty(&input(inputs, 1)?).element
+    } else {
+        element_type(node.int("to", 0) as i32)
+            .map_err(|e| crate::graph::NodeError::Unsupported(format!("the target type {e}")))?
+    };
+    let round_mode = node.string("round_mode", "up");
+    if element == ElementType::F8E8M0FNU && round_mode != "up" {
+        return unsupported(format!(
+            "a cast to float8e8m0 with round_mode '{round_mode}' (tessera rounds up)"
+        ));
     }
-    let to = node.int("to", 0) as i32;
-    let element = element_type(to)
-        .map_err(|e| crate::graph::NodeError::Unsupported(format!("the target type {e}")))?;
-    Ok(vec![g.cast(&input(inputs, 0)?, element)?])
+    Ok(vec![onnx_cast(g, &input(inputs, 0)?, element, saturate)?])
+}
+
+/// `x` cast to `to` as ONNX casts where it differs from `array.cast`: to an 8-bit float with
+/// `saturate`, values beyond the type's largest become it (infinities too, NaN stays NaN);
+/// from a float to a 4- or 2-bit integer, a value whose truncation lies outside the type
+/// becomes 0 (as onnx's reference, through ml_dtypes, computes).
+pub fn onnx_cast(g: &mut Graph, x: &Val, to: ElementType, saturate: bool) -> NodeResult<Val> {
+    let from = g.ty(x).element;
+    if from == to {
+        return Ok(x.clone());
+    }
+    // Storage-only sources compute as f32 (which holds each of their values).
+    let computable = |g: &mut Graph| -> NodeResult<Val> {
+        if from.is_storage_only() || (!from.is_float() && to.is_float()) {
+            g.cast(x, ElementType::F32)
+        } else {
+            Ok(x.clone())
+        }
+    };
+    if to == ElementType::F8E8M0FNU {
+        // As the reference: through f32; without saturate, past 2^127 is NaN.
+        let mut source = computable(g)?;
+        if g.ty(&source).element == ElementType::F64 {
+            source = g.cast(&source, ElementType::F32)?;
+        }
+        if !saturate {
+            let element = g.ty(&source).element;
+            let magnitude = g.unary("array.abs", &source)?;
+            let largest = g.scalar(2f64.powi(127), element);
+            let beyond = g.compare(&magnitude, &largest, "gt")?;
+            let nan = g.scalar(f64::NAN, element);
+            source = g.select(&beyond, &nan, &source)?;
+        }
+        return g.cast(&source, to);
+    }
+    // f4E2M1FN saturates by itself.
+    let clamps = |f: &MiniFloat| saturate && f.specials != Specials::Numbers;
+    if let Some(format) = to.minifloat().filter(clamps) {
+        let source = computable(g)?;
+        let element = g.ty(&source).element;
+        let max = format.decode(format.max_code());
+        let (low, high) = (g.scalar(-max, element), g.scalar(max, element));
+        let above = g.binary("array.max", &source, &low)?;
+        let clamped = g.binary("array.min", &above, &high)?;
+        return g.cast(&clamped, to);
+    }
+    if to.is_storage_only() && !to.is_float() && from.is_float() {
+        let source = computable(g)?;
+        let element = g.ty(&source).element;
+        let (low, high) = to.int_bounds();
+        let floor = g.scalar(low as f64 - 1.0, element);
+        let ceiling = g.scalar(high as f64 + 1.0, element);
+        let above = g.compare(&source, &floor, "gt")?;
+        let below = g.compare(&source, &ceiling, "lt")?;
+        let inside = g.binary("array.and", &above, &below)?;
+        let zero = g.scalar(0.0, element);
+        let kept = g.select(&inside, &source, &zero)?;
+        return g.cast(&kept, to);
+    }
+    g.cast(x, to)
 }
 
 /// `Identity`, and `Dropout` at inference: the input itself (and `Dropout`'s mask, all true).

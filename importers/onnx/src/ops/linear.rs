@@ -5,6 +5,8 @@
 use super::{input, Inputs};
 use crate::graph::{invalid, unsupported, Graph, NodeResult, Val};
 use crate::node::Node;
+use tessera::exec::tensor::Tensor;
+use tessera::types::{ElementType, TensorType};
 
 /// `MatMul`.
 pub fn matmul(g: &mut Graph, _: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
@@ -87,23 +89,70 @@ pub fn gemm(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>>
     Ok(vec![y])
 }
 
-/// The letters of one einsum term.
-fn term(text: &str) -> NodeResult<Vec<char>> {
-    if text.contains("...") {
-        return unsupported("Einsum with an ellipsis ('...')");
-    }
-    let letters: Vec<char> = text.chars().filter(|c| !c.is_whitespace()).collect();
+/// One einsum term as written: its letters, and where its ellipsis (`...`) stands among
+/// them, if it has one.
+struct Term {
+    letters: Vec<char>,
+    ellipsis: Option<usize>,
+}
+
+/// Parses one einsum term.
+fn term(text: &str) -> NodeResult<Term> {
+    let text: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let (before, after, ellipsis) = match text.split_once("...") {
+        Some((before, after)) => (before, after, true),
+        None => (text.as_str(), "", false),
+    };
+    let letters: Vec<char> = before.chars().chain(after.chars()).collect();
     if let Some(c) = letters.iter().find(|c| !c.is_ascii_alphabetic()) {
         return invalid(format!("the equation has '{c}', not a letter"));
     }
-    for (i, c) in letters.iter().enumerate() {
-        if letters[..i].contains(c) {
-            return unsupported(format!(
-                "Einsum with a repeated index '{c}' in one term (a diagonal)"
+    Ok(Term {
+        ellipsis: ellipsis.then_some(before.chars().count()),
+        letters,
+    })
+}
+
+impl Term {
+    /// The letters with the ellipsis replaced by the last `count` of `fresh` (numpy aligns
+    /// the dimensions an ellipsis stands for from the right).
+    fn expanded(&self, fresh: &[char], count: usize) -> Vec<char> {
+        let mut letters = self.letters.clone();
+        if let Some(at) = self.ellipsis {
+            let tail = &fresh[fresh.len() - count..];
+            letters.splice(at..at, tail.iter().copied());
+        }
+        letters
+    }
+}
+
+/// `x` (indexed by `letters`) with each repeated letter's diagonal taken (`ii->i`): the
+/// elements off it set to zero by a select, then summed away; the remaining letters.
+fn diagonals(g: &mut Graph, mut x: Val, letters: &[char]) -> NodeResult<(Val, Vec<char>)> {
+    let mut letters = letters.to_vec();
+    while let Some((i, j)) = (0..letters.len())
+        .flat_map(|j| (0..j).map(move |i| (i, j)))
+        .find(|&(i, j)| letters[i] == letters[j])
+    {
+        let shape = g.ty(&x).shape;
+        if shape[i] != shape[j] {
+            return invalid(format!(
+                "index '{}' is {} and {} in one operand",
+                letters[i], shape[i], shape[j]
             ));
         }
+        let n = shape[i] as usize;
+        let mut mask_shape = vec![1; shape.len()];
+        (mask_shape[i], mask_shape[j]) = (shape[i], shape[j]);
+        let mask_ty = TensorType::new(mask_shape, ElementType::I1);
+        let eye = (0..n * n).map(|k| f64::from(u8::from(k / n == k % n)));
+        let mask = g.constant(Tensor::from_numbers(&mask_ty, eye));
+        let zero = g.scalar(0.0, g.ty(&x).element);
+        let kept = g.select(&mask, &x, &zero)?;
+        x = g.reduce("array.reduce_sum", &kept, &[j as i64], false)?;
+        letters.remove(j);
     }
-    Ok(letters)
+    Ok((x, letters))
 }
 
 /// Where letter `c` stands in `letters` (an error, never a panic, if it does not).
@@ -145,47 +194,103 @@ fn arrange(g: &mut Graph, x: &Val, letters: &[char], order: &[char]) -> NodeResu
 
 /// `Einsum` with one operand (a transpose and sums) or two (a batched matrix product:
 /// letters in both and the output are batch, in both only are contracted, in one and the
-/// output are its free dimensions).
+/// output are its free dimensions); ellipses become fresh letters, repeated letters in a
+/// term take diagonals first.
 pub fn einsum(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
     let equation: String = node
         .string("equation", "")
         .chars()
         .filter(|c| !c.is_whitespace())
         .collect();
-    let (lhs, out) = match equation.split_once("->") {
-        Some((lhs, out)) => (lhs.to_string(), out.to_string()),
-        // Implicit output: the letters written once, in alphabetical order (numpy's rule).
-        None => {
-            let mut once: Vec<char> = equation
-                .chars()
-                .filter(|c| c.is_ascii_alphabetic())
-                .filter(|&c| equation.matches(c).count() == 1)
-                .collect();
-            once.sort_unstable();
-            (equation.clone(), once.into_iter().collect())
-        }
+    let (lhs, out_text) = match equation.split_once("->") {
+        Some((lhs, out)) => (lhs.to_string(), Some(out.to_string())),
+        None => (equation.clone(), None),
     };
-    let terms = lhs.split(',').map(term).collect::<NodeResult<Vec<_>>>()?;
-    let out = term(&out)?;
-    let operands: Vec<Val> = inputs.iter().flatten().cloned().collect();
-    if terms.len() != operands.len() {
+    // Implicit output: the ellipsis' dimensions, then the letters written once, in
+    // alphabetical order (numpy's rule).
+    let mut implicit: Vec<char> = equation
+        .chars()
+        .filter(|c| c.is_ascii_alphabetic())
+        .filter(|&c| equation.matches(c).count() == 1)
+        .collect();
+    implicit.sort_unstable();
+    let written = lhs.split(',').map(term).collect::<NodeResult<Vec<_>>>()?;
+    let mut operands: Vec<Val> = inputs.iter().flatten().cloned().collect();
+    if written.len() != operands.len() {
         return invalid(format!(
             "the equation has {} operands, the node {}",
-            terms.len(),
+            written.len(),
             operands.len()
         ));
     }
-    for (t, v) in terms.iter().zip(&operands) {
-        if t.len() != g.ty(v).rank() {
-            return invalid(format!(
-                "term '{}' does not match an operand of rank {}",
-                t.iter().collect::<String>(),
-                g.ty(v).rank()
-            ));
-        }
+    // How many dimensions each operand's ellipsis stands for; letters no term uses name them.
+    let mut counts = Vec::new();
+    for (t, v) in written.iter().zip(&operands) {
+        let rank = g.ty(v).rank();
+        let count = match t.ellipsis {
+            Some(_) if rank >= t.letters.len() => rank - t.letters.len(),
+            None if rank == t.letters.len() => 0,
+            _ => {
+                return invalid(format!(
+                    "term '{}' does not match an operand of rank {rank}",
+                    t.letters.iter().collect::<String>()
+                ))
+            }
+        };
+        counts.push(count);
+    }
+    let widest = counts.iter().copied().max().unwrap_or(0);
+    let fresh: Vec<char> = ('A'..='Z')
+        .chain('a'..='z')
+        .filter(|c| !equation.contains(*c))
+        .take(widest)
+        .collect();
+    if fresh.len() < widest {
+        return unsupported(
+            "an Einsum whose ellipsis stands for more dimensions than letters are left",
+        );
+    }
+    let terms: Vec<Vec<char>> = written
+        .iter()
+        .zip(&counts)
+        .map(|(t, &count)| t.expanded(&fresh, count))
+        .collect();
+    let out = match out_text {
+        Some(text) => term(&text)?.expanded(&fresh, widest),
+        None => fresh.iter().copied().chain(implicit).collect(),
+    };
+    if let Some(c) = out
+        .iter()
+        .enumerate()
+        .find_map(|(i, c)| out[..i].contains(c).then_some(c))
+    {
+        return invalid(format!("output index '{c}' is written twice"));
     }
     if let Some(c) = out.iter().find(|c| !terms.iter().any(|t| t.contains(c))) {
         return invalid(format!("output index '{c}' is in no operand"));
+    }
+    let mut terms_taken = Vec::new();
+    for (operand, letters) in operands.iter_mut().zip(&terms) {
+        let (x, taken) = diagonals(g, operand.clone(), letters)?;
+        *operand = x;
+        terms_taken.push(taken);
+    }
+    let terms = terms_taken;
+    // An ellipsis dimension of 1 against a longer one broadcasts (numpy's rule).
+    if let [a, b] = terms.as_slice() {
+        for &c in fresh.iter().filter(|c| a.contains(c) && b.contains(c)) {
+            let (sa, sb) = (g.ty(&operands[0]).shape, g.ty(&operands[1]).shape);
+            let (i, j) = (index_of(a, c)?, index_of(b, c)?);
+            if sa[i] == 1 && sb[j] != 1 {
+                let mut shape = sa.clone();
+                shape[i] = sb[j];
+                operands[0] = g.broadcast(&operands[0], shape)?;
+            } else if sb[j] == 1 && sa[i] != 1 {
+                let mut shape = sb.clone();
+                shape[j] = sa[i];
+                operands[1] = g.broadcast(&operands[1], shape)?;
+            }
+        }
     }
     match terms.as_slice() {
         [a] => {

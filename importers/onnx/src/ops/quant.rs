@@ -1,8 +1,10 @@
-//! Quantization ONNX ops on integer types (8 and 16 bits): `QuantizeLinear`,
-//! `DequantizeLinear` (per tensor, per axis or blocked), `DynamicQuantizeLinear` and
-//! `QLinearMatMul`, as onnx's reference computes them: floats scaled and rounded half to even,
-//! clipped to the type's range.
+//! Quantization ONNX ops on integer types (2 to 16 bits) and the 8- and 4-bit floats:
+//! `QuantizeLinear`, `DequantizeLinear` (per tensor, per axis or blocked),
+//! `DynamicQuantizeLinear` and `QLinearMatMul`, as onnx's reference computes them: floats
+//! scaled and rounded half to even, clipped to the type's range (to a float type: scaled and
+//! cast, saturating).
 
+use super::elementwise::onnx_cast;
 use super::number::round_half_even;
 use super::{axis_in, input, Inputs};
 use crate::graph::{invalid, unsupported, Graph, NodeResult, Val};
@@ -43,17 +45,34 @@ fn along_axis(g: &mut Graph, v: &Val, x: &Val, axis: i64, block: i64) -> NodeRes
     g.slice(&merged_val, &vec![0; rank], &limit, &vec![1; rank])
 }
 
-/// An integer type quantized values may have, or why not.
+/// A type quantized values may have (the 2- to 16-bit integers, the 8- and 4-bit floats), or
+/// why not.
 fn quantized_type(element: ElementType) -> NodeResult<ElementType> {
     match element {
         ElementType::U8 | ElementType::I8 | ElementType::U16 | ElementType::I16 => Ok(element),
+        other if other.is_storage_only() => Ok(other),
         other => unsupported(format!("quantization to {other}")),
     }
 }
 
-/// `round_half_even(x) + zero_point`, clipped to `target`'s range and converted to it.
-fn quantized(g: &mut Graph, x: &Val, zero: Option<&Val>, target: ElementType) -> NodeResult<Val> {
+/// `round_half_even(x) + zero_point`, clipped to `target`'s range and converted to it; for a
+/// float `target`, `x + zero_point` cast to it (saturating when `saturate`).
+fn quantized(
+    g: &mut Graph,
+    x: &Val,
+    zero: Option<&Val>,
+    target: ElementType,
+    saturate: bool,
+) -> NodeResult<Val> {
     let element = g.ty(x).element;
+    if target.is_float() {
+        let mut q = x.clone();
+        if let Some(zero) = zero {
+            let zero = g.cast(zero, element)?;
+            q = g.binary("array.add", &q, &zero)?;
+        }
+        return onnx_cast(g, &q, target, saturate);
+    }
     let mut q = round_half_even(g, x)?;
     if let Some(zero) = zero {
         let zero = g.cast(zero, element)?;
@@ -93,7 +112,8 @@ pub fn quantize_linear(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResul
     let xs = g.cast(&x, wide)?;
     let scale = g.cast(&scale, wide)?;
     let ratio = g.binary("array.div", &xs, &scale)?;
-    Ok(vec![quantized(g, &ratio, zero.as_ref(), target)?])
+    let saturate = node.int("saturate", 1) != 0;
+    Ok(vec![quantized(g, &ratio, zero.as_ref(), target, saturate)?])
 }
 
 /// `DequantizeLinear(x, x_scale, x_zero_point?)`: `(x - zero_point) * scale`, in f32, as the
@@ -138,9 +158,9 @@ pub fn dynamic_quantize_linear(g: &mut Graph, _: &Node, inputs: &Inputs) -> Node
     let scale = g.binary("array.div", &span, &steps)?;
     let shift = g.binary("array.div", &low, &scale)?;
     let shift = g.unary("array.neg", &shift)?;
-    let zero_point = quantized(g, &shift, None, ElementType::U8)?;
+    let zero_point = quantized(g, &shift, None, ElementType::U8, true)?;
     let ratio = g.binary("array.div", &x, &scale)?;
-    let y = quantized(g, &ratio, Some(&zero_point), ElementType::U8)?;
+    let y = quantized(g, &ratio, Some(&zero_point), ElementType::U8, true)?;
     Ok(vec![y, scale, zero_point])
 }
 
@@ -181,5 +201,5 @@ pub fn qlinear_matmul(g: &mut Graph, _: &Node, inputs: &Inputs) -> NodeResult<Ve
         None => g.ty(&input(inputs, 0)?).element,
     };
     let target = quantized_type(target)?;
-    Ok(vec![quantized(g, &scaled, zero.as_ref(), target)?])
+    Ok(vec![quantized(g, &scaled, zero.as_ref(), target, true)?])
 }

@@ -627,6 +627,78 @@ fn pools_of_three_dimensions_take_each_windows_maximum_index_and_mean() {
     }
 }
 
+#[test]
+fn einsum_ellipses_broadcast_and_repeated_letters_take_diagonals() {
+    let equation = |text: &str| AttributeProto {
+        name: "equation".into(),
+        r#type: AttributeType::String as i32,
+        s: text.as_bytes().to_vec(),
+        ..Default::default()
+    };
+    let m = model(
+        vec![
+            node("Einsum", &["x"], &["d"], vec![equation("...ii ->...i")]),
+            node(
+                "Einsum",
+                &["a", "b"],
+                &["p"],
+                vec![equation("...ij,...jk->...ik")],
+            ),
+        ],
+        vec![
+            value("x", &[2, 3, 3]),
+            value("a", &[2, 1, 3, 4]),
+            value("b", &[5, 4, 2]),
+        ],
+        vec![value("d", &[2, 3]), value("p", &[2, 5, 3, 2])],
+        vec![],
+    );
+    let result = imported(&m);
+    let numbers =
+        |n: usize, k: usize| -> Vec<f64> { (0..n).map(|i| ((i * k) % 7) as f64 - 3.0).collect() };
+    let (x, a, b) = (numbers(18, 5), numbers(24, 3), numbers(40, 2));
+    let tensor = |shape: &[u64], v: &[f64]| {
+        Tensor::from_f64(
+            &TensorType::new(shape.to_vec(), ElementType::F32),
+            v.iter().copied(),
+        )
+    };
+    let outputs = interpret(
+        &result.module,
+        0,
+        &[
+            tensor(&[2, 3, 3], &x),
+            tensor(&[2, 1, 3, 4], &a),
+            tensor(&[5, 4, 2], &b),
+        ],
+    )
+    .expect("runs");
+    // d[n, i] = x[n, i, i].
+    for n in 0..2 {
+        for i in 0..3 {
+            assert_eq!(
+                outputs[0].get_f64(n * 3 + i),
+                x[n * 9 + i * 3 + i],
+                "d[{n}, {i}]"
+            );
+        }
+    }
+    // p[n, m, i, k] = sum_j a[n, 0, i, j] b[m, j, k]: a's 1 broadcasts against b's 5.
+    for n in 0..2 {
+        for m in 0..5 {
+            for i in 0..3 {
+                for k in 0..2 {
+                    let want: f64 = (0..4)
+                        .map(|j| a[n * 12 + i * 4 + j] * b[m * 8 + j * 2 + k])
+                        .sum();
+                    let at = ((n * 5 + m) * 3 + i) * 2 + k;
+                    assert_eq!(outputs[1].get_f64(at), want, "p[{n}, {m}, {i}, {k}]");
+                }
+            }
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 

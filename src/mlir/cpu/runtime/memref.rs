@@ -88,7 +88,11 @@ mod tests {
         for element in ElementType::ALL {
             let ty = TensorType::new(vec![2, 2], element);
             let data = match element.class() {
-                ElementClass::Float => TensorData::Float(vec![1.5, -2.0, 0.25, 8.0]),
+                ElementClass::Float => TensorData::Float(
+                    [1.5, -2.0, 0.5, 4.0]
+                        .map(|v| crate::number::round_to(v, element))
+                        .to_vec(),
+                ),
                 ElementClass::Int => {
                     TensorData::Int([1, -2, 100, -128].map(|v| element.wrap_int(v)).to_vec())
                 }
