@@ -18,6 +18,19 @@ pub fn round_to(value: f64, ty: ElementType) -> f64 {
     }
 }
 
+/// The largest finite value of float type `ty` (f64's for the others).
+pub fn largest_finite(ty: ElementType) -> f64 {
+    match ty {
+        ElementType::F32 => f64::from(f32::MAX),
+        ElementType::F16 => f16::MAX.to_f64(),
+        ElementType::BF16 => bf16::MAX.to_f64(),
+        _ => match ty.minifloat() {
+            Some(format) => format.decode(format.max_code()),
+            None => f64::MAX,
+        },
+    }
+}
+
 /// The value of a 16-bit float format nearest to `value`, ties to even, overflowing to
 /// infinity as IEEE 754 does. `guess` is a candidate at most one step off (the `half` crate
 /// converts through f32 on some hosts, which rounds twice near ties); `infinity_bits` is the

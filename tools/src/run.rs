@@ -534,7 +534,7 @@ fn write_outputs(dir: &Path, results: &[Tensor]) -> Result<(), String> {
 fn summary(tensor: &Tensor) -> String {
     let shown: Vec<String> = (0..tensor.len().min(6))
         .map(|i| match &tensor.data {
-            TensorData::Int(v) => v[i].to_string(),
+            TensorData::Int(v) => tensor.ty.element.int_value(v[i]).to_string(),
             _ => tensor.get_f64(i).to_string(),
         })
         .collect();

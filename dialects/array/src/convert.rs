@@ -12,12 +12,14 @@ use crate::transcendental;
 use melior::ir::r#type::IntegerType;
 use melior::ir::{Type, Value};
 use tessera::attr::{Attribute as TsrAttribute, Scalar};
+use tessera::exec::tensor::significand_bits;
 use tessera::mlir::bridge::affine::{identity, MapExpr};
 use tessera::mlir::bridge::emit::{
     cmpf, cmpi, scalar_of, ConvertError, ConvertResult, Emitter, Indexed, IteratorKind,
 };
 use tessera::mlir::bridge::layout::ReductionIdentity;
 use tessera::mlir::bridge::lowering::{ConvertToMlir, OpConversion};
+use tessera::number::largest_finite;
 use tessera::types::{ElementClass, ElementType};
 
 type Results<'c, 'a> = ConvertResult<Vec<Value<'c, 'a>>>;
@@ -298,8 +300,7 @@ pub fn cast_scalar<'c, 'b>(
         (Int, Float) if from.is_unsigned() => e.op("arith.uitofp", &[x], target),
         (Int, Float) => e.op("arith.sitofp", &[x], target),
         (Bool, Float) => e.op("arith.uitofp", &[x], target),
-        (Float, Int) if to.is_unsigned() => e.op("arith.fptoui", &[x], target),
-        (Float, Int) => e.op("arith.fptosi", &[x], target),
+        (Float, Int) => saturating_float_to_int(e, x, from, to),
         (Float, Bool) => {
             let zero = e.const_like(x, 0.0)?;
             e.compare(true, cmpf::UNE, x, zero)
@@ -315,6 +316,52 @@ pub fn cast_scalar<'c, 'b>(
         }
         (Bool, Bool) => Ok(x),
     }
+}
+
+/// Float `x` to integer type `to` as the interpreter converts: toward zero, saturating at
+/// the type's bounds, NaN to 0 (`fptosi`/`fptoui` alone are undefined out of range). The
+/// input is clamped to the floats the conversion takes exactly; beyond them (infinities
+/// included) the result is the type's bound.
+fn saturating_float_to_int<'c, 'b>(
+    e: &Emitter<'c, 'b>,
+    x: Value<'c, 'b>,
+    from: ElementType,
+    to: ElementType,
+) -> ConvertResult<Value<'c, 'b>> {
+    let wide = from.accumulator();
+    if wide != from {
+        // f16 and bf16 are compared and clamped in f32, which holds every value of both.
+        let x = e.op("arith.extf", &[x], e.element_type(wide))?;
+        return saturating_float_to_int(e, x, wide, to);
+    }
+    let (low, high) = to.int_bounds();
+    let finite = largest_finite(from);
+    let top = largest_float_at_most(high, significand_bits(from)).min(finite);
+    // The lowest bound is 0 or a negative power of two: exact where it is finite.
+    let bottom = (low as f64).max(-finite);
+    let (bottom_value, top_value) = (e.const_like(x, bottom)?, e.const_like(x, top)?);
+    let above = e.same("arith.maximumf", &[x, bottom_value])?;
+    let inside = e.same("arith.minimumf", &[above, top_value])?;
+    let name = if to.is_unsigned() {
+        "arith.fptoui"
+    } else {
+        "arith.fptosi"
+    };
+    let converted = e.op(name, &[inside], e.element_type(to))?;
+    let over = e.compare(true, cmpf::OGT, x, top_value)?;
+    let saturated = e.select(over, e.int_const(to, to.wrap_int(high))?, converted)?;
+    let under = e.compare(true, cmpf::OLT, x, bottom_value)?;
+    let saturated = e.select(under, e.int_const(to, to.wrap_int(low))?, saturated)?;
+    let nan = e.compare(true, cmpf::UNO, x, x)?;
+    e.select(nan, e.int_const(to, 0)?, saturated)
+}
+
+/// The largest number with `bits` significant bits at most `bound` (> 0): `bound` with the
+/// bits below its precision cleared.
+fn largest_float_at_most(bound: i128, bits: u32) -> f64 {
+    let width = 128 - bound.leading_zeros();
+    let dropped = width.saturating_sub(bits);
+    ((bound >> dropped) << dropped) as f64
 }
 
 impl ConvertToMlir for Matmul {

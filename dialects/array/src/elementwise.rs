@@ -662,7 +662,7 @@ static CAST_SCHEMA: OpSchema = OpSchema {
     dialect: "array",
     name: "cast",
     summary: "Element type conversion; the written result type gives the new element type.",
-    description: "`y = T(x)` with `T` the result's element type; the shape is unchanged. Float to float rounds to nearest even. Integer to float rounds to nearest. Float to integer rounds toward zero; out-of-range values and NaN give an unspecified result. Integer to integer sign-extends or truncates (two's complement). To `i1`: `x != 0`. From `i1`: 0 or 1.",
+    description: "`y = T(x)` with `T` the result's element type; the shape is unchanged. Float to float rounds to nearest even. Integer to float rounds to nearest. Float to integer rounds toward zero and saturates at the type's bounds; NaN gives 0. Integer to integer sign-extends or truncates (two's complement). To `i1`: `x != 0`. From `i1`: 0 or 1.",
     operands: X,
     literal: None,
     attrs: &[],

@@ -73,13 +73,12 @@ pub fn cast_element<'c, 'b>(
     if from.is_storage_only() {
         return cast_scalar(e, x, byte_of(from), to);
     }
-    if to.is_storage_only() && from.is_float() {
-        let inside = saturate(e, x, to)?;
-        return cast_scalar(e, inside, from, byte_of(to));
-    }
     if to.is_storage_only() {
         let byte = cast_scalar(e, x, from, byte_of(to))?;
-        return wrap(e, byte, to);
+        return match from.is_float() {
+            true => clamp(e, byte, to),
+            false => wrap(e, byte, to),
+        };
     }
     cast_scalar(e, x, from, to)
 }
@@ -93,18 +92,20 @@ fn byte_of(element: ElementType) -> ElementType {
     }
 }
 
-/// Float `x` clamped to the bounds of integer type `to`, NaN to 0: the interpreter's float
-/// to integer cast, which truncation toward zero then keeps in range.
-fn saturate<'c, 'b>(
+/// A byte a float was converted to (saturating at the byte's bounds) clamped to the bounds
+/// of `to`: the interpreter's float to integer cast, saturating.
+fn clamp<'c, 'b>(
     e: &Emitter<'c, 'b>,
-    x: Value<'c, 'b>,
+    byte: Value<'c, 'b>,
     to: ElementType,
 ) -> ConvertResult<Value<'c, 'b>> {
     let (low, high) = to.int_bounds();
-    let above = e.same("arith.maximumf", &[x, e.const_like(x, low as f64)?])?;
-    let inside = e.same("arith.minimumf", &[above, e.const_like(x, high as f64)?])?;
-    let nan = e.compare(true, cmpf::UNO, x, x)?;
-    e.select(nan, e.const_like(x, 0.0)?, inside)
+    let high = byte_const(e, high as i64)?;
+    if to.is_unsigned() {
+        return e.same("arith.minui", &[byte, high]);
+    }
+    let above = e.same("arith.maxsi", &[byte, byte_const(e, low as i64)?])?;
+    e.same("arith.minsi", &[above, high])
 }
 
 /// An integer byte brought into the range of `to` by two's complement wrapping: the low

@@ -4,7 +4,7 @@
 
 use crate::conv::Conv2d;
 use crate::pool::{Pool, PoolKind};
-use crate::window::window_geometry;
+use crate::window::{window_geometry, WindowGeometry};
 use melior::ir::attribute::{DenseElementsAttribute, IntegerAttribute};
 use melior::ir::r#type::{IntegerType, RankedTensorType};
 use melior::ir::{Attribute, Identifier, Value};
@@ -39,6 +39,27 @@ fn i64_pair<'c>(
     Ok(e.named(name, DenseElementsAttribute::new(ty, &elements)?.into()))
 }
 
+/// The padding and output size of a window op's `padding` attribute over its NHWC input.
+fn geometry_of(
+    op: &OpConversion<'_, '_, '_>,
+    window: [u64; 2],
+    strides: [u64; 2],
+    dilations: [u64; 2],
+) -> ConvertResult<WindowGeometry> {
+    let x = op.operand_types[0];
+    let padding = op
+        .attr("padding")
+        .unwrap_or(TsrAttribute::Str("valid".into()));
+    window_geometry(
+        &padding,
+        [x.shape[1], x.shape[2]],
+        window,
+        strides,
+        dilations,
+    )
+    .map_err(|e| ConvertError(format!("{e:?}")))
+}
+
 /// `x` padded for a window op: `[top, bottom, left, right]` around H and W, with `value`.
 fn padded_input<'c, 'a>(
     op: &OpConversion<'c, 'a, '_>,
@@ -48,18 +69,7 @@ fn padded_input<'c, 'a>(
     value: f64,
 ) -> ConvertResult<(Value<'c, 'a>, TensorType)> {
     let x = op.operand_types[0];
-    let padding = op
-        .attr("padding")
-        .unwrap_or(TsrAttribute::Str("valid".into()));
-    let geometry = window_geometry(
-        &padding,
-        [x.shape[1], x.shape[2]],
-        window,
-        strides,
-        dilations,
-    )
-    .map_err(|e| ConvertError(format!("{e:?}")))?;
-    let [top, bottom, left, right] = geometry.padding;
+    let [top, bottom, left, right] = geometry_of(op, window, strides, dilations)?.padding;
     op.emit.pad(
         op.operands[0],
         x,
@@ -161,18 +171,8 @@ impl ConvertToMlir for Pool {
                 let x = op.operand_types[0];
                 let ones_ty = TensorType::new(vec![1, x.shape[1], x.shape[2], 1], element);
                 let ones = e.splat(&ones_ty, 1.0)?;
-                let padding = op
-                    .attr("padding")
-                    .unwrap_or(TsrAttribute::Str("valid".into()));
-                let geometry = window_geometry(
-                    &padding,
-                    [x.shape[1], x.shape[2]],
-                    window,
-                    strides,
-                    dilations,
-                )
-                .map_err(|err| ConvertError(format!("{err:?}")))?;
-                let [top, bottom, left, right] = geometry.padding;
+                let [top, bottom, left, right] =
+                    geometry_of(op, window, strides, dilations)?.padding;
                 let (padded_ones, _) = e.pad(
                     ones,
                     &ones_ty,

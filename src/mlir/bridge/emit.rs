@@ -174,6 +174,17 @@ impl<'c, 'a> Emitter<'c, 'a> {
         )
     }
 
+    /// A scalar `arith.constant` of integer type `element` holding `value` exactly (as
+    /// stored: `ui64`'s upper half as the `i64` with the same bits).
+    pub fn int_const(&self, element: ElementType, value: i64) -> ConvertResult<Value<'c, 'a>> {
+        let attr = self.scalar_attr(element, Scalar::Int(value));
+        self.append_value(
+            self.builder("arith.constant")
+                .add_attributes(&[self.named("value", attr)])
+                .add_results(&[self.element_type(element)]),
+        )
+    }
+
     /// A scalar constant of the same type as `like`.
     pub fn const_like(&self, like: Value<'c, '_>, value: f64) -> ConvertResult<Value<'c, 'a>> {
         let ty = like.r#type();

@@ -1,8 +1,9 @@
-//! Layers over NCHW tensors: `Conv`, `MaxPool`, `AveragePool`, the global pools, and the
-//! normalizations (`BatchNormalization` at inference, `LayerNormalization`,
-//! `InstanceNormalization`) and `LRN`. tessera's convolution and pooling are channels-last: the input
-//! is transposed to NHWC and the result back (a transpose that undoes the one before it
-//! vanishes), filters are transposed to HWCF at import time.
+//! Layers over NCHW tensors: `Conv`, `ConvTranspose`, `MaxPool`, `AveragePool`, the global
+//! pools, and the normalizations (`BatchNormalization` at inference, `LayerNormalization`,
+//! `InstanceNormalization`) and `LRN`, over 1, 2 or 3 spatial axes. tessera's convolution and
+//! pooling are 2-d and channels-last: the input is transposed to channels-last and the
+//! result back (a transpose that undoes the one before it vanishes), filters are transposed
+//! to HWCF at import time; 1-d runs beside a unit axis, 3-d as 2-d over depth slices.
 
 use super::{input, Inputs};
 use crate::graph::{invalid, unsupported, Graph, NodeResult, Val};
@@ -14,15 +15,6 @@ use tessera::types::{ElementClass, ElementType, TensorType};
 /// An integer list attribute value.
 fn ints(values: &[i64]) -> Attribute {
     Attribute::List(values.iter().map(|&v| Attribute::Int(v)).collect())
-}
-
-/// The spatial geometry of a convolution or pooling node over a 2-d (or 1-d, as 1 × L) input.
-struct Window {
-    kernel: [u64; 2],
-    strides: [u64; 2],
-    dilations: [u64; 2],
-    /// `[top, left, bottom, right]` (ONNX's begin..., end...).
-    pads: [u64; 4],
 }
 
 /// One spatial axis of a window: its size, stride, dilation and the padding on each side.
@@ -51,33 +43,6 @@ impl Axis {
             .saturating_mul(self.dilation)
             .saturating_add(1)
     }
-}
-
-/// Reads `kernel_shape`, `strides`, `dilations`, `pads`/`auto_pad` of `node` for spatial
-/// input extents `input` (1 or 2 of them) and kernel extents `kernel`; 1-d values are
-/// placed on the second axis, the first being 1.
-fn window(node: &Node, input: &[u64], kernel: &[u64]) -> NodeResult<Window> {
-    window_padded(node, input, kernel, &node.string("auto_pad", "NOTSET"))
-}
-
-/// [`window`] with `auto_pad` given (a transposed convolution reads only the explicit pads).
-fn window_padded(node: &Node, input: &[u64], kernel: &[u64], auto_pad: &str) -> NodeResult<Window> {
-    let mut axes = window_axes(node, input, kernel, auto_pad)?;
-    if axes.len() == 1 {
-        axes.insert(0, Axis::UNIT);
-    }
-    let &[a, b] = axes.as_slice() else {
-        return unsupported(format!(
-            "{} spatial dimensions (tessera convolves 1-d and 2-d)",
-            axes.len()
-        ));
-    };
-    Ok(Window {
-        kernel: [a.kernel, b.kernel],
-        strides: [a.stride, b.stride],
-        dilations: [a.dilation, b.dilation],
-        pads: [a.begin, b.begin, a.end, b.end],
-    })
 }
 
 /// The window of `node` along each spatial axis of an input whose spatial extents are
@@ -148,39 +113,15 @@ fn window_axes(
     Ok(axes)
 }
 
-/// `x` as NHWC: rank 4 transposed, rank 3 (`[N, C, L]`) as `[N, 1, L, C]`.
-fn to_nhwc(g: &mut Graph, x: &Val) -> NodeResult<Val> {
-    let ty = g.ty(x);
-    match ty.rank() {
-        4 => g.transpose(x, &[0, 2, 3, 1]),
-        3 => {
-            let x4 = g.reshape(x, vec![ty.shape[0], ty.shape[1], 1, ty.shape[2]])?;
-            g.transpose(&x4, &[0, 2, 3, 1])
-        }
-        r => unsupported(format!(
-            "a {r}-d input (tessera convolves and pools 1-d and 2-d)"
-        )),
-    }
-}
-
-/// NHWC `y` back to the layout of an input of rank `rank` (NCHW, or `[N, C, L]`).
-fn from_nhwc(g: &mut Graph, y: &Val, rank: usize) -> NodeResult<Val> {
-    let back = g.transpose(y, &[0, 3, 1, 2])?;
-    if rank == 3 {
-        let s = g.ty(&back).shape;
-        return g.reshape(&back, vec![s[0], s[1], s[3]]);
-    }
-    Ok(back)
-}
-
-/// `Conv`: `nn.conv2d`, or `nn.group_conv2d` for more than one group (depthwise included).
+/// `Conv`: `nn.conv2d`, or `nn.group_conv2d` for more than one group (depthwise included),
+/// over 1, 2 or 3 spatial axes (see [`conv_channels_last`]).
 pub fn conv(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
     let x = input(inputs, 0)?;
     let w = input(inputs, 1)?;
     let (tx, tw) = (g.ty(&x), g.ty(&w));
-    if tx.rank() != tw.rank() || !(3..=4).contains(&tx.rank()) {
+    if tx.rank() != tw.rank() || !(3..=5).contains(&tx.rank()) {
         return unsupported(format!(
-            "Conv of {tx} with filter {tw} (tessera convolves 1-d and 2-d)"
+            "Conv of {tx} with filter {tw} (tessera convolves 1-d, 2-d and 3-d)"
         ));
     }
     let group = node.int("group", 1);
@@ -190,34 +131,146 @@ pub fn conv(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>>
             tx.shape[1]
         ));
     }
-    let spatial = &tx.shape[2..];
-    let geometry = window(node, spatial, &tw.shape[2..])?;
-    let xt = to_nhwc(g, &x)?;
-    // Filters [M, C, kh, kw] (or [M, C, k]) to HWCF.
-    let w4 = if tw.rank() == 3 {
-        g.reshape(&w, vec![tw.shape[0], tw.shape[1], 1, tw.shape[2]])?
-    } else {
-        w
-    };
-    let wt = g.transpose(&w4, &[2, 3, 1, 0])?;
-    let mut operands = vec![xt, wt];
-    if let Some(Some(b)) = inputs.get(2) {
-        operands.push(b.clone());
+    let axes = window_axes(
+        node,
+        &tx.shape[2..],
+        &tw.shape[2..],
+        &node.string("auto_pad", "NOTSET"),
+    )?;
+    let xt = channels_last(g, &x)?;
+    // Filters [M, C, k...] to [k..., C, M].
+    let rank = tw.rank() as i64;
+    let mut perm: Vec<i64> = (2..rank).collect();
+    perm.extend([1, 0]);
+    let filter = g.transpose(&w, &perm)?;
+    let bias = inputs.get(2).cloned().flatten();
+    let y = conv_channels_last(g, xt, filter, &axes, group as u64, bias)?;
+    Ok(vec![channels_first(g, &y)?])
+}
+
+/// `x` (`[N, C, spatial...]`) with its channels last: `[N, spatial..., C]`.
+fn channels_last(g: &mut Graph, x: &Val) -> NodeResult<Val> {
+    let rank = g.ty(x).rank() as i64;
+    let mut perm: Vec<i64> = vec![0];
+    perm.extend(2..rank);
+    perm.push(1);
+    g.transpose(x, &perm)
+}
+
+/// `y` (`[N, spatial..., C]`) with its channels second again: `[N, C, spatial...]`.
+fn channels_first(g: &mut Graph, y: &Val) -> NodeResult<Val> {
+    let rank = g.ty(y).rank() as i64;
+    let mut perm: Vec<i64> = vec![0, rank - 1];
+    perm.extend(1..rank - 1);
+    g.transpose(y, &perm)
+}
+
+/// The convolution of channels-last `x` (`[N, spatial..., C]`, 1 to 3 spatial axes) by
+/// `filter` (`[k..., C / groups, M]`) along `axes`, in `groups`, plus `bias`, channels-last:
+/// `nn.conv2d` or `nn.group_conv2d`; 1-d beside a unit axis; 3-d as a 2-d convolution of
+/// every output depth whose input channels are the depth taps (strided slices of the
+/// depth-padded input side by side, each group's together), the filter's depth folded into
+/// its input channels the same way.
+fn conv_channels_last(
+    g: &mut Graph,
+    x: Val,
+    filter: Val,
+    axes: &[Axis],
+    groups: u64,
+    bias: Option<Val>,
+) -> NodeResult<Val> {
+    let s = g.ty(&x).shape;
+    let f = g.ty(&filter).shape;
+    match *axes {
+        [width] => {
+            let x4 = g.reshape(&x, vec![s[0], 1, s[1], s[2]])?;
+            let f4 = g.reshape(&filter, vec![1, f[0], f[1], f[2]])?;
+            let y = conv2d(g, x4, f4, [Axis::UNIT, width], groups, bias)?;
+            let t = g.ty(&y).shape;
+            g.reshape(&y, vec![t[0], t[2], t[3]])
+        }
+        [height, width] => conv2d(g, x, filter, [height, width], groups, bias),
+        [depth, height, width] => {
+            let (n, c) = (s[0], s[4]);
+            let padded_x = if depth.begin > 0 || depth.end > 0 {
+                let (low, high) = ([0, depth.begin, 0, 0, 0], [0, depth.end, 0, 0, 0]);
+                let attrs = [
+                    ("low", ints(&low.map(|v| v.min(i64::MAX as u64) as i64))),
+                    ("high", ints(&high.map(|v| v.min(i64::MAX as u64) as i64))),
+                ];
+                g.op("array.pad", &[x], &attrs, None)?
+            } else {
+                x
+            };
+            let padded = s[1].saturating_add(depth.begin).saturating_add(depth.end);
+            if padded < depth.span() {
+                return invalid(format!(
+                    "the window's depth ({}) exceeds the padded input's ({padded})",
+                    depth.span()
+                ));
+            }
+            let out = (padded - depth.span()) / depth.stride + 1;
+            let taps = (0..depth.kernel)
+                .map(|t| {
+                    let first = t * depth.dilation;
+                    let last = first + (out - 1) * depth.stride + 1;
+                    g.slice(
+                        &padded_x,
+                        &[0, first, 0, 0, 0],
+                        &[n, last, s[2], s[3], c],
+                        &[1, depth.stride, 1, 1, 1],
+                    )
+                })
+                .collect::<NodeResult<Vec<Val>>>()?;
+            let stacked = g.op("array.concat", &taps, &[("axis", Attribute::Int(4))], None)?;
+            let (kd, cg) = (depth.kernel, c / groups);
+            let stacked = if groups > 1 {
+                let apart = g.reshape(&stacked, vec![n, out, s[2], s[3], kd, groups, cg])?;
+                let grouped = g.transpose(&apart, &[0, 1, 2, 3, 5, 4, 6])?;
+                g.reshape(&grouped, vec![n, out, s[2], s[3], kd * c])?
+            } else {
+                stacked
+            };
+            let planes = g.reshape(&stacked, vec![n * out, s[2], s[3], kd * c])?;
+            let folded = g.transpose(&filter, &[1, 2, 0, 3, 4])?;
+            let folded = g.reshape(&folded, vec![f[1], f[2], kd * cg, f[4]])?;
+            let y = conv2d(g, planes, folded, [height, width], groups, bias)?;
+            let t = g.ty(&y).shape;
+            g.reshape(&y, vec![n, out, t[1], t[2], t[3]])
+        }
+        _ => unsupported(format!(
+            "{} spatial dimensions (tessera convolves 1-d, 2-d and 3-d)",
+            axes.len()
+        )),
     }
-    let p = geometry.pads;
-    let attrs = [
-        ("strides", ints(&geometry.strides.map(|v| v as i64))),
-        ("dilations", ints(&geometry.dilations.map(|v| v as i64))),
-        ("padding", ints(&[p[0], p[2], p[1], p[3]].map(|v| v as i64))),
+}
+
+/// One NHWC convolution of `x` by HWCF `filter` along height and width, in `groups`, plus
+/// `bias`.
+fn conv2d(
+    g: &mut Graph,
+    x: Val,
+    filter: Val,
+    [h, w]: [Axis; 2],
+    groups: u64,
+    bias: Option<Val>,
+) -> NodeResult<Val> {
+    let int = |v: u64| v.min(i64::MAX as u64) as i64;
+    let mut attrs = vec![
+        ("strides", ints(&[int(h.stride), int(w.stride)])),
+        ("dilations", ints(&[int(h.dilation), int(w.dilation)])),
+        (
+            "padding",
+            ints(&[int(h.begin), int(h.end), int(w.begin), int(w.end)]),
+        ),
     ];
-    let y = if group == 1 {
-        g.op("nn.conv2d", &operands, &attrs, None)?
-    } else {
-        let mut attrs = attrs.to_vec();
-        attrs.push(("groups", Attribute::Int(group)));
-        g.op("nn.group_conv2d", &operands, &attrs, None)?
-    };
-    Ok(vec![from_nhwc(g, &y, tx.rank())?])
+    let mut operands = vec![x, filter];
+    operands.extend(bias);
+    if groups == 1 {
+        return g.op("nn.conv2d", &operands, &attrs, None);
+    }
+    attrs.push(("groups", Attribute::Int(int(groups))));
+    g.op("nn.group_conv2d", &operands, &attrs, None)
 }
 
 /// `MaxPool` and `AveragePool` (and `LpPool`'s sums) over 1, 2 or 3 spatial dimensions.
@@ -422,14 +475,9 @@ fn max_pool_indices(
 /// mean over each of its axes in turn (padding and partial windows included, since the
 /// positions inside the input form a box too).
 fn pool_channels_last(g: &mut Graph, name: &str, x: &Val, axes: &[Axis]) -> NodeResult<Val> {
-    let rank = g.ty(x).rank();
-    let r = rank as i64;
-    let mut last: Vec<i64> = vec![0];
-    last.extend(2..r);
-    last.push(1);
-    let xt = g.transpose(x, &last)?;
+    let xt = channels_last(g, x)?;
     let s = g.ty(&xt).shape;
-    let (n, c) = (s[0], s[rank - 1]);
+    let (n, c) = (s[0], s[s.len() - 1]);
     let y = match *axes {
         [width] => {
             let x4 = g.reshape(&xt, vec![n, 1, s[1], c])?;
@@ -454,9 +502,7 @@ fn pool_channels_last(g: &mut Graph, name: &str, x: &Val, axes: &[Axis]) -> Node
             ))
         }
     };
-    let mut first: Vec<i64> = vec![0, r - 1];
-    first.extend(1..r - 1);
-    g.transpose(&y, &first)
+    channels_first(g, &y)
 }
 
 /// One NHWC pool `name` of `x` along height and width.
@@ -741,9 +787,9 @@ pub fn conv_transpose(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult
     let w = input(inputs, 1)?;
     let bias = inputs.get(2).cloned().flatten();
     let (tx, tw) = (g.ty(&x), g.ty(&w));
-    if tx.rank() != tw.rank() || !(3..=4).contains(&tx.rank()) {
+    if tx.rank() != tw.rank() || !(3..=5).contains(&tx.rank()) {
         return unsupported(format!(
-            "ConvTranspose of {tx} with filter {tw} (tessera does 1-d and 2-d)"
+            "ConvTranspose of {tx} with filter {tw} (tessera does 1-d, 2-d and 3-d)"
         ));
     }
     let group = node.int("group", 1);
@@ -786,7 +832,10 @@ pub fn conv_transpose(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult
     )?])
 }
 
-/// One group's transposed convolution of NCHW (or `[N, C, L]`) `x` by `w` (`[C, M, kh, kw]`).
+/// One group's transposed convolution of `x` (`[N, C, spatial...]`, 1 to 3 spatial axes) by
+/// `w` (`[C, M, k...]`): the input spread by the strides, padded by the window's span less
+/// the padding (cropped where the padding is larger, output padding added at the end), then
+/// convolved with the kernel reversed in space.
 fn transposed_conv(
     g: &mut Graph,
     node: &Node,
@@ -795,12 +844,12 @@ fn transposed_conv(
     bias: Option<Val>,
 ) -> NodeResult<Val> {
     let (tx, tw) = (g.ty(&x), g.ty(&w));
-    let spatial = &tx.shape[2..];
+    let spatial = tx.shape[2..].to_vec();
     let n = spatial.len();
     let auto_pad = node.string("auto_pad", "NOTSET");
     // The explicit pads; auto_pad means something else here (below).
-    let mut geometry = window_padded(node, spatial, &tw.shape[2..], "NOTSET")?;
-    let output_padding = match node.ints("output_padding") {
+    let mut axes = window_axes(node, &spatial, &tw.shape[2..], "NOTSET")?;
+    let mut extra: Vec<u64> = match node.ints("output_padding") {
         Some(p) if p.len() == n && p.iter().all(|&v| v >= 0) => {
             p.iter().map(|&v| v as u64).collect()
         }
@@ -811,35 +860,21 @@ fn transposed_conv(
         }
         None => vec![0; n],
     };
-    // Output padding per 2-d axis (1-d values on the second).
-    let mut extra: [u64; 2] = if n == 1 {
-        [0, output_padding[0]]
-    } else {
-        [output_padding[0], output_padding[1]]
-    };
-    let input2 = if n == 1 {
-        [1, spatial[0]]
-    } else {
-        [spatial[0], spatial[1]]
-    };
-    let reach = |d: usize| (geometry.kernel[d] - 1) * geometry.dilations[d] + 1;
     // The output size asked for (output_shape, or SAME's input x stride) fixes the padding.
     let wanted: Option<Vec<u64>> = match (node.ints("output_shape"), auto_pad.as_str()) {
         (Some(shape), _) => Some(shape.iter().map(|&v| v.max(0) as u64).collect()),
         (None, "SAME_UPPER" | "SAME_LOWER") => Some(
             spatial
                 .iter()
-                .zip(if n == 1 {
-                    &geometry.strides[1..]
-                } else {
-                    &geometry.strides[..]
-                })
-                .map(|(&i, &s)| i * s)
+                .zip(&axes)
+                .map(|(&i, a)| i.saturating_mul(a.stride))
                 .collect(),
         ),
         (None, "NOTSET") => None,
         (None, "VALID") => {
-            geometry.pads = [0; 4];
+            for axis in &mut axes {
+                (axis.begin, axis.end) = (0, 0);
+            }
             None
         }
         (None, other) => {
@@ -854,58 +889,70 @@ fn transposed_conv(
                 "output_shape {wanted:?} does not fit {n} spatial dimension(s)"
             ));
         }
-        for d in 0..2 {
-            let out = if n == 1 { [1, wanted[0]][d] } else { wanted[d] };
-            let full = geometry.strides[d] * (input2[d] - 1) + extra[d] + reach(d);
-            if out > full {
+        for d in 0..n {
+            let axis = &mut axes[d];
+            let full = axis
+                .stride
+                .saturating_mul(spatial[d] - 1)
+                .saturating_add(extra[d])
+                .saturating_add(axis.span());
+            if wanted[d] > full {
                 // Larger than the convolution makes: the rest is output padding.
-                extra[d] += out - full;
-                geometry.pads[d] = 0;
-                geometry.pads[d + 2] = 0;
+                extra[d] += wanted[d] - full;
+                (axis.begin, axis.end) = (0, 0);
                 continue;
             }
-            let total = full - out;
-            let (begin, end) = if auto_pad == "SAME_UPPER" {
+            let total = full - wanted[d];
+            (axis.begin, axis.end) = if auto_pad == "SAME_UPPER" {
                 (total / 2, total - total / 2)
             } else {
                 (total - total / 2, total / 2)
             };
-            geometry.pads[d] = begin;
-            geometry.pads[d + 2] = end;
         }
     }
-    // Spread the NHWC input: [N, H, 1, W, 1, C] padded to [N, H, s, W, s, C], merged, cut.
-    let xt = to_nhwc(g, &x)?;
-    let t = g.ty(&xt).shape;
-    let (s0, s1) = (geometry.strides[0], geometry.strides[1]);
-    let mut spread = xt;
-    if s0 > 1 || s1 > 1 {
-        let apart = g.reshape(&spread, vec![t[0], t[1], 1, t[2], 1, t[3]])?;
-        let high = Attribute::List(
-            [0, 0, s0 - 1, 0, s1 - 1, 0]
-                .map(|v| Attribute::Int(v as i64))
-                .to_vec(),
-        );
-        let low = Attribute::List(vec![Attribute::Int(0); 6]);
-        let spaced = g.op("array.pad", &[apart], &[("low", low), ("high", high)], None)?;
-        let merged = g.reshape(&spaced, vec![t[0], t[1] * s0, t[2] * s1, t[3]])?;
-        let limit = [t[0], (t[1] - 1) * s0 + 1, (t[2] - 1) * s1 + 1, t[3]];
-        spread = g.slice(&merged, &[0; 4], &limit, &[1; 4])?;
+    // Spread the channels-last input along each strided axis: a unit axis after it padded
+    // to the stride, merged, the trailing gap cut.
+    let mut spread = channels_last(g, &x)?;
+    for (d, axis) in axes.iter().enumerate() {
+        if axis.stride == 1 {
+            continue;
+        }
+        let shape = g.ty(&spread).shape;
+        let mut apart = shape.clone();
+        apart.insert(d + 2, 1);
+        let apart = g.reshape(&spread, apart)?;
+        let mut high = vec![0i64; shape.len() + 1];
+        high[d + 2] = axis.stride.min(i64::MAX as u64) as i64 - 1;
+        let low = vec![0i64; shape.len() + 1];
+        let spaced = g.op(
+            "array.pad",
+            &[apart],
+            &[("low", ints(&low)), ("high", ints(&high))],
+            None,
+        )?;
+        let mut merged = shape.clone();
+        merged[d + 1] *= axis.stride;
+        let merged_val = g.reshape(&spaced, merged.clone())?;
+        let mut limit = merged;
+        limit[d + 1] = (shape[d + 1] - 1) * axis.stride + 1;
+        let rank = limit.len();
+        spread = g.slice(&merged_val, &vec![0; rank], &limit, &vec![1; rank])?;
     }
-    // Pad by the reach less the padding (crop where the padding is larger).
+    // Pad by the span less one less the padding (crop where the padding is larger).
     let shape = g.ty(&spread).shape;
-    let mut low = [0i64; 4];
-    let mut high = [0i64; 4];
-    for d in 0..2 {
-        let r = reach(d) as i64 - 1;
-        low[d + 1] = r - geometry.pads[d] as i64;
-        high[d + 1] = r - geometry.pads[d + 2] as i64 + extra[d] as i64;
+    let rank = shape.len();
+    let mut low = vec![0i64; rank];
+    let mut high = vec![0i64; rank];
+    for (d, axis) in axes.iter().enumerate() {
+        let reach = axis.span().min(i64::MAX as u64) as i64 - 1;
+        low[d + 1] = reach - axis.begin.min(i64::MAX as u64) as i64;
+        high[d + 1] = reach - axis.end.min(i64::MAX as u64) as i64 + extra[d] as i64;
     }
     let from: Vec<u64> = low.iter().map(|&p| (-p).max(0) as u64).collect();
-    let to: Vec<u64> = (0..4)
+    let to: Vec<u64> = (0..rank)
         .map(|d| (shape[d] as i64 + high[d].min(0)).max(from[d] as i64) as u64)
         .collect();
-    let cropped = g.slice(&spread, &from, &to, &[1; 4])?;
+    let cropped = g.slice(&spread, &from, &to, &vec![1; rank])?;
     let list = |v: &[i64]| Attribute::List(v.iter().map(|&p| Attribute::Int(p.max(0))).collect());
     let padded = if low.iter().chain(&high).any(|&p| p > 0) {
         g.op(
@@ -917,18 +964,12 @@ fn transposed_conv(
     } else {
         cropped
     };
-    // The kernel [C, M, kh, kw] reversed in space, as HWCF [kh, kw, C, M].
-    let w4 = if tw.rank() == 3 {
-        g.reshape(&w, vec![tw.shape[0], tw.shape[1], 1, tw.shape[2]])?
-    } else {
-        w
-    };
-    let k4 = g.ty(&w4).shape;
-    let mut flipped = w4;
-    for axis in [2usize, 3] {
-        let reversed: Vec<f64> = (0..k4[axis]).rev().map(|i| i as f64).collect();
-        let ty = TensorType::new(vec![k4[axis]], ElementType::I64);
-        let order = g.constant(tessera::exec::tensor::Tensor::from_numbers(&ty, reversed));
+    // The kernel [C, M, k...] reversed in space, as [k..., C, M].
+    let mut flipped = w;
+    for axis in 2..tw.rank() {
+        let reversed: Vec<f64> = (0..tw.shape[axis]).rev().map(|i| i as f64).collect();
+        let ty = TensorType::new(vec![tw.shape[axis]], ElementType::I64);
+        let order = g.constant(Tensor::from_numbers(&ty, reversed));
         flipped = g.op(
             "array.gather",
             &[flipped, order],
@@ -936,10 +977,18 @@ fn transposed_conv(
             None,
         )?;
     }
-    let kernel = g.transpose(&flipped, &[2, 3, 0, 1])?;
-    let mut operands = vec![padded, kernel];
-    operands.extend(bias);
-    let attrs = [("dilations", ints(&geometry.dilations.map(|v| v as i64)))];
-    let y = g.op("nn.conv2d", &operands, &attrs, None)?;
-    from_nhwc(g, &y, tx.rank())
+    let mut perm: Vec<i64> = (2..tw.rank() as i64).collect();
+    perm.extend([0, 1]);
+    let kernel = g.transpose(&flipped, &perm)?;
+    let forward: Vec<Axis> = axes
+        .iter()
+        .map(|a| Axis {
+            stride: 1,
+            begin: 0,
+            end: 0,
+            ..*a
+        })
+        .collect();
+    let y = conv_channels_last(g, padded, kernel, &forward, 1, bias)?;
+    channels_first(g, &y)
 }

@@ -628,6 +628,86 @@ fn pools_of_three_dimensions_take_each_windows_maximum_index_and_mean() {
 }
 
 #[test]
+fn three_dimensional_convolutions_match_a_direct_loop() {
+    // 2 groups of 2 input channels, 4 filters; depth strided and dilated, padded unevenly.
+    let (n, c, d, h, w) = (1usize, 4usize, 5usize, 4usize, 3usize);
+    let (m, cg, kd, kh, kw) = (4usize, 2usize, 2usize, 2usize, 2usize);
+    let xs: Vec<f32> = (0..n * c * d * h * w)
+        .map(|i| ((i * 7) % 13) as f32 - 6.0)
+        .collect();
+    let ws: Vec<f32> = (0..m * cg * kd * kh * kw)
+        .map(|i| ((i * 5) % 11) as f32 / 4.0 - 1.0)
+        .collect();
+    let (stride, dilation, pads) = ([2usize, 1, 1], [2usize, 1, 1], [1usize, 0, 1, 0, 1, 0]);
+    let span = |k: usize, dl: usize| (k - 1) * dl + 1;
+    let out = [
+        (d + pads[0] + pads[3] - span(kd, dilation[0])) / stride[0] + 1,
+        (h + pads[1] + pads[4] - span(kh, dilation[1])) / stride[1] + 1,
+        (w + pads[2] + pads[5] - span(kw, dilation[2])) / stride[2] + 1,
+    ];
+    let m_out = model(
+        vec![node(
+            "Conv",
+            &["x", "w"],
+            &["y"],
+            vec![
+                int_attr("group", 2),
+                ints_attr("strides", &stride.map(|v| v as i64)),
+                ints_attr("dilations", &dilation.map(|v| v as i64)),
+                ints_attr("pads", &pads.map(|v| v as i64)),
+            ],
+        )],
+        vec![value("x", &[1, 4, 5, 4, 3])],
+        vec![value(
+            "y",
+            &[1, 4, out[0] as i64, out[1] as i64, out[2] as i64],
+        )],
+        vec![floats("w", &[4, 2, 2, 2, 2], ws.clone())],
+    );
+    let result = imported(&m_out);
+    let x = Tensor::from_f64(
+        &TensorType::new(vec![1, 4, 5, 4, 3], ElementType::F32),
+        xs.iter().map(|&v| f64::from(v)),
+    );
+    let y = interpret(&result.module, 0, &[x]).expect("runs");
+    let mut k = 0;
+    for f in 0..m {
+        let group = f / (m / 2);
+        for (od, oh, ow) in (0..out[0])
+            .flat_map(|a| (0..out[1]).flat_map(move |b| (0..out[2]).map(move |c| (a, b, c))))
+        {
+            let mut sum = 0.0f64;
+            for (ci, td, th, tw) in (0..cg).flat_map(|ci| {
+                (0..kd).flat_map(move |a| {
+                    (0..kh).flat_map(move |b| (0..kw).map(move |c| (ci, a, b, c)))
+                })
+            }) {
+                let at = |o: usize, t: usize, axis: usize, size: usize| {
+                    (o * stride[axis] + t * dilation[axis])
+                        .checked_sub(pads[axis])
+                        .filter(|&p| p < size)
+                };
+                if let (Some(pd), Some(ph), Some(pw)) =
+                    (at(od, td, 0, d), at(oh, th, 1, h), at(ow, tw, 2, w))
+                {
+                    let channel = group * cg + ci;
+                    let xv = f64::from(xs[(((channel * d) + pd) * h + ph) * w + pw]);
+                    let wv = f64::from(ws[(((f * cg + ci) * kd + td) * kh + th) * kw + tw]);
+                    sum += xv * wv;
+                }
+            }
+            assert!(
+                (y[0].get_f64(k) - sum).abs() < 1e-4,
+                "y[{f}, {od}, {oh}, {ow}] = {} not {sum}",
+                y[0].get_f64(k)
+            );
+            k += 1;
+        }
+    }
+    assert_eq!(k, y[0].len());
+}
+
+#[test]
 fn einsum_ellipses_broadcast_and_repeated_letters_take_diagonals() {
     let equation = |text: &str| AttributeProto {
         name: "equation".into(),
