@@ -30,6 +30,8 @@ extern "C" {
     fn tesseraRegisterSubsetHoistingPass();
     /// Registers `tessera-pad-constant-rows` (src/mlir/cpu/cxx/constant_row_padding.cpp).
     fn tesseraRegisterConstantRowPaddingPass();
+    /// Registers `tessera-pack-constant-panels` (src/mlir/cpu/cxx/constant_panel_packing.cpp).
+    fn tesseraRegisterConstantPanelPackingPass();
     /// Registers `tessera-form-gpu-kernels` (src/mlir/gpu/cxx/kernel_regions.cpp).
     fn tesseraRegisterFormGpuKernelsPass();
     /// Registers `tessera-promote-block-buffers` (src/mlir/gpu/cxx/block_buffers.cpp).
@@ -83,6 +85,7 @@ impl MlirContext {
                 tesseraRegisterKernelOperandsPass();
                 tesseraRegisterSubsetHoistingPass();
                 tesseraRegisterConstantRowPaddingPass();
+                tesseraRegisterConstantPanelPackingPass();
                 tesseraRegisterFormGpuKernelsPass();
                 tesseraRegisterPromoteBlockBuffersPass();
                 tesseraRegisterMergeGpuModulesPass();

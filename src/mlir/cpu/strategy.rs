@@ -7,7 +7,8 @@
 //! The choice: every size is the largest divisor of its extent not above a target, so tiles
 //! stay static (vectorizable, no remainder loops). Cache tiles: 16 rows by 64 columns of the
 //! parallel loops (columns in multiples of 8 where the extent is one); matmul also blocks K
-//! by 256. Register tiles: one row of 16 lanes for elementwise ops, whole rows for
+//! by 256, takes its rows whole where A or the output fits the L2, and orders its loops so
+//! that each block of B serves all rows (`cache_order`, `register_order`). Register tiles: one row of 16 lanes for elementwise ops, whole rows for
 //! reductions, for matmul an outer-product accumulator tile with K stepped by 1 sized for the
 //! host's vector registers (4x16 with AVX2's 16 registers of 8 lanes, 8x32 with AVX-512's 32
 //! of 16), and the same tile of output pixels by output channels for a convolution, its input
@@ -249,32 +250,98 @@ pub fn choose(name: &str, loops: &Loops, l2_bytes: i64) -> Vec<i64> {
             .collect();
     }
     let mut tiles = blocks(name, loops);
-    if name == "linalg.matmul" && rows_whole(loops, tiles[1], l2_bytes) {
+    if name == "linalg.matmul" && matmul_blocking(loops, tiles[1], tiles[2], l2_bytes).rows_whole()
+    {
         tiles[0] = 0;
     }
     tiles
 }
 
-/// Whether a matmul with `loops` (`[M, N, K]`) takes all its rows in each cache tile of
-/// `columns` columns: when B has several such panels, A is the smaller operand and A takes at
-/// most a quarter of the L2 (`l2_bytes`, the rest holding B's panel and what streams past),
-/// each column panel of B is then streamed once, where tiles of 16 rows streamed all of B once
-/// per 16 rows (the encoder layer's 128 x 768 by 768 x 3072 at 32% of the FMA peak: B, 9 MB,
-/// came from memory 8 times; 128 x 768 by 768 x 768 went from 44% to 72%). With A at 40% of
-/// the L2 (W2's 256 x 784) it was 20% slower than tiles of 16 rows.
-fn rows_whole(loops: &Loops, columns: i64, l2_bytes: i64) -> bool {
-    match loops.0.as_slice() {
-        [(m, false), (n, false), (k, true)] => {
-            columns < *n && m * k * 4 <= l2_bytes / 4 && k * n > m * k
-        }
-        _ => false,
+/// How a matmul's cache tiles go through its rows and its reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MatmulBlocking {
+    /// All rows in each cache tile of columns, the column tiles outermost: each column panel
+    /// of B streams once while A stays in the L2.
+    RowsWhole,
+    /// All rows in each tile, the blocks of K outermost: each block of B (K block x columns)
+    /// streams once and serves every row, while A's block of K columns and the whole output
+    /// stay in the L2.
+    ReductionOuter,
+    /// Tiles of 16 rows outermost.
+    RowTiles,
+}
+
+impl MatmulBlocking {
+    fn rows_whole(self) -> bool {
+        self != MatmulBlocking::RowTiles
     }
+}
+
+/// The blocking of a matmul with `loops` (`[M, N, K]`) in cache tiles of `columns` columns
+/// and K blocks of `depth`. [`MatmulBlocking::RowsWhole`] when B has several column panels,
+/// A is the smaller operand and takes at most a quarter of the L2 (`l2_bytes`, the rest
+/// holding B's panel and what streams past): tiles of 16 rows streamed all of B once per 16
+/// rows (the encoder layer's 128 x 768 by 768 x 3072 at 32% of the FMA peak: B, 9 MB, came
+/// from memory 8 times; 128 x 768 by 768 x 768 went from 44% to 72%); with A at 40% of the
+/// L2 (W2's 256 x 784) it was 20% slower than tiles of 16 rows. Else
+/// [`MatmulBlocking::ReductionOuter`] when K has several blocks and the output and A's block
+/// each take at most a quarter of the L2: the encoder's 128 x 3072 by 3072 x 768 (A 1.5 MB)
+/// streamed B from memory once per 16 rows and took 5.0 ms, 3.4 ms with its K blocks
+/// outermost. Else [`MatmulBlocking::RowTiles`].
+fn matmul_blocking(loops: &Loops, columns: i64, depth: i64, l2_bytes: i64) -> MatmulBlocking {
+    let [(m, false), (n, false), (k, true)] = loops.0.as_slice() else {
+        return MatmulBlocking::RowTiles;
+    };
+    let quarter = l2_bytes / 4;
+    if columns < *n && m * k * 4 <= quarter && k * n > m * k {
+        MatmulBlocking::RowsWhole
+    } else if depth < *k && m * n * 4 <= quarter && m * depth * 4 <= quarter {
+        MatmulBlocking::ReductionOuter
+    } else {
+        MatmulBlocking::RowTiles
+    }
+}
+
+/// The order of `name`'s cache tile loops (loop indices, outermost first) for its `cache`
+/// sizes: a matmul that takes its rows whole and whose blocking is
+/// [`MatmulBlocking::ReductionOuter`] runs its K blocks outermost; every other op its loops
+/// in order.
+pub fn cache_order(name: &str, loops: &Loops, cache: &[i64], l2_bytes: i64) -> Vec<usize> {
+    let identity = (0..loops.0.len()).collect();
+    if name != "linalg.matmul" || cache.len() != 3 || cache[0] != 0 {
+        return identity;
+    }
+    let columns = if cache[1] == 0 {
+        loops.0[1].0
+    } else {
+        cache[1]
+    };
+    let depth = if cache[2] == 0 {
+        loops.0[2].0
+    } else {
+        cache[2]
+    };
+    match matmul_blocking(loops, columns, depth, l2_bytes) {
+        MatmulBlocking::ReductionOuter => vec![2, 1, 0],
+        _ => identity,
+    }
+}
+
+/// The order of `name`'s register tile loops: a matmul's go column tile by column tile, all
+/// rows of the cache tile under each, so that the block of B a column tile reads (K block x
+/// 32 columns, 32 KB) stays in the L1 while the rows pass (the rows outermost alternated
+/// between two such blocks, 64 KB); 3-5% on the encoder's matmuls. Others in order.
+pub fn register_order(name: &str, loops: &Loops) -> Vec<usize> {
+    if name == "linalg.matmul" && loops.0.len() == 3 {
+        return vec![1, 0, 2];
+    }
+    (0..loops.0.len()).collect()
 }
 
 /// The tiles of a matmul or convolution (`anchor`, with `anchor_loops`) fused with its
 /// elementwise epilogue, over the epilogue's `loops`: blocks of 16 rows by 64 columns, which
 /// the contraction's own cache and register tiles then divide; all rows where the matmul
-/// takes them whole ([`rows_whole`]).
+/// takes them whole ([`matmul_blocking`]).
 pub fn epilogue_tiles(
     anchor: &str,
     anchor_loops: &Loops,
@@ -282,9 +349,11 @@ pub fn epilogue_tiles(
     l2_bytes: i64,
 ) -> Vec<i64> {
     let mut tiles = blocks("linalg.generic", loops);
-    if anchor == "linalg.matmul" && tiles.len() == 2 && rows_whole(anchor_loops, tiles[1], l2_bytes)
-    {
-        tiles[0] = 0;
+    if anchor == "linalg.matmul" && tiles.len() == 2 {
+        let depth = blocks(anchor, anchor_loops).get(2).copied().unwrap_or(0);
+        if matmul_blocking(anchor_loops, tiles[1], depth, l2_bytes).rows_whole() {
+            tiles[0] = 0;
+        }
     }
     tiles
 }
@@ -399,6 +468,43 @@ mod tests {
             choose_vector("linalg.matmul", &loops, &cache, VectorUnit::AVX512),
             [8, 32, 1]
         );
+    }
+
+    #[test]
+    fn a_large_a_takes_its_reduction_blocks_outermost() {
+        // The encoder's second FFN matmul, 128 x 3072 by 3072 x 768: A (1.5 MB) is more than
+        // a quarter of a 2 MiB L2, the output (384 KB) and A's block of 256 (128 KB) are not.
+        let ffn = Loops(vec![(128, false), (768, false), (3072, true)]);
+        let cache = choose("linalg.matmul", &ffn, 2 << 20);
+        assert_eq!(cache, [0, 64, 256]);
+        assert_eq!(
+            cache_order("linalg.matmul", &ffn, &cache, 2 << 20),
+            [2, 1, 0]
+        );
+        // Fused with its epilogue, each 64-column tile of it the same way.
+        let epilogue = Loops(vec![(128, false), (768, false)]);
+        assert_eq!(
+            epilogue_tiles("linalg.matmul", &ffn, &epilogue, 2 << 20),
+            [0, 64]
+        );
+        let tile = Loops(vec![(128, false), (64, false), (3072, true)]);
+        let cache = choose("linalg.matmul", &tile, 2 << 20);
+        assert_eq!(cache, [0, 64, 256]);
+        assert_eq!(
+            cache_order("linalg.matmul", &tile, &cache, 2 << 20),
+            [2, 1, 0]
+        );
+        // With a 1 MiB L2 the output is more than a quarter of it: tiles of 16 rows, in order.
+        let cache = choose("linalg.matmul", &ffn, L2);
+        assert_eq!(cache, [16, 64, 256]);
+        assert_eq!(cache_order("linalg.matmul", &ffn, &cache, L2), [0, 1, 2]);
+        // One block of K: nothing to order.
+        let short = Loops(vec![(128, false), (768, false), (256, true)]);
+        let cache = choose("linalg.matmul", &short, L2);
+        assert_eq!(cache_order("linalg.matmul", &short, &cache, L2), [0, 1, 2]);
+        // Register tiles: column tiles outermost for matmuls only.
+        assert_eq!(register_order("linalg.matmul", &ffn), [1, 0, 2]);
+        assert_eq!(register_order("linalg.generic", &ffn), [0, 1, 2]);
     }
 
     #[test]

@@ -2,14 +2,18 @@
 //! by its `tessera.tile_sizes` (cache tiles), then the tile by its `tessera.vector_sizes`
 //! (register tiles, which `tessera-vectorize` turns into vectors). The strategy attaches both
 //! to ops that have none; `sizes=` gives the cache sizes of every op and skips the register
-//! level. Before that, long row reductions are split (`split_reduction`) so that they
-//! accumulate in vector lanes (see [`SPLIT_LANES`]), and the constant weights of convolutions
-//! and matmuls whose rows alias in the L1 get padded rows ([`PAD_ROWS`]). Precondition: linalg on tensors.
+//! level; the strategy also orders each level's loops (`interchange`). Before that, long row
+//! reductions are split (`split_reduction`) so that they accumulate in vector lanes (see
+//! [`SPLIT_LANES`]); after it, the constant weights register tiles read a few columns at a
+//! time are packed in panels of those columns ([`PACK_PANELS`]), and those still read row by
+//! row whose rows alias in the L1 get padded rows ([`PAD_ROWS`]). Precondition: linalg on
+//! tensors.
 
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::{walk, WalkedOp};
 use crate::mlir::cpu::strategy::{
-    choose, choose_vector, host_l2_bytes, VectorUnit, TILE_SIZES, VECTOR_SIZES,
+    cache_order, choose, choose_vector, host_l2_bytes, register_order, VectorUnit, TILE_SIZES,
+    VECTOR_SIZES,
 };
 use crate::mlir::pipeline::loop_nest::{loops, map_results, PARALLEL};
 use crate::mlir::pipeline::schedule::{
@@ -27,8 +31,14 @@ use std::fmt::Write;
 /// Tiling as a stage.
 pub struct Tile;
 
-/// Pads the rows of the constant weights convolutions and matmuls stream when rows a multiple
-/// of 512 bytes apart would share a few L1 sets (src/mlir/cpu/cxx/constant_row_padding.cpp).
+/// Stores the constant weights register tiles of matmuls and convolutions read a few columns
+/// at a time as panels of those columns, one contiguous stream per tile
+/// (src/mlir/cpu/cxx/constant_panel_packing.cpp).
+const PACK_PANELS: &str = "tessera-pack-constant-panels";
+
+/// Pads the rows of the constant weights convolutions and matmuls still stream row by row
+/// when rows a multiple of 512 bytes apart would share a few L1 sets
+/// (src/mlir/cpu/cxx/constant_row_padding.cpp).
 const PAD_ROWS: &str = "tessera-pad-constant-rows";
 
 /// Marks each op to tile for the schedule, which matches it by this attribute.
@@ -203,7 +213,6 @@ impl Stage for Tile {
         let ctx = env.context.context();
         if forced.is_none() {
             split_reductions(env, &mut module, self.name())?;
-            run_upstream(env, &mut module, PAD_ROWS, self.name())?;
         }
         let mut tiles = String::new();
         let unit = match options
@@ -250,10 +259,17 @@ impl Stage for Tile {
             let register_level = register
                 .as_ref()
                 .is_some_and(|r| r.len() == op_loops.0.len());
-            let levels: Vec<Vec<i64>> = [Some(cache), register]
+            let orders = [
+                cache_order(&name, &op_loops, &cache, l2_bytes),
+                register_order(&name, &op_loops),
+            ];
+            let levels: Vec<(Vec<i64>, Vec<usize>)> = [Some(cache), register]
                 .into_iter()
-                .flatten()
-                .filter(|sizes| sizes.len() == op_loops.0.len() && sizes.iter().any(|&s| s != 0))
+                .zip(orders)
+                .filter_map(|(sizes, order)| Some((sizes?, order)))
+                .filter(|(sizes, _)| {
+                    sizes.len() == op_loops.0.len() && sizes.iter().any(|&s| s != 0)
+                })
                 .collect();
             if levels.is_empty() {
                 return;
@@ -265,7 +281,7 @@ impl Stage for Tile {
                 op.set_attribute(VECTORIZE, melior::ir::Attribute::unit(ctx));
             }
             let mut handle = format!("%op{count}");
-            for (level, sizes) in levels.iter().enumerate() {
+            for (level, (sizes, order)) in levels.iter().enumerate() {
                 let loops = sizes.iter().filter(|&&s| s != 0).count();
                 let handles = vec!["!transform.any_op"; loops + 1].join(", ");
                 let text = sizes
@@ -273,18 +289,28 @@ impl Stage for Tile {
                     .map(i64::to_string)
                     .collect::<Vec<_>>()
                     .join(", ");
+                let interchange = if order.iter().enumerate().all(|(i, &d)| i == d) {
+                    String::new()
+                } else {
+                    let order: Vec<String> = order.iter().map(usize::to_string).collect();
+                    format!(" interchange = [{}]", order.join(", "))
+                };
                 let _ = writeln!(
                     tiles,
-                    "    %t{count}_{level}:{} = transform.structured.tile_using_for {handle} tile_sizes [{text}] : (!transform.any_op) -> ({handles})",
+                    "    %t{count}_{level}:{} = transform.structured.tile_using_for {handle} tile_sizes [{text}]{interchange} : (!transform.any_op) -> ({handles})",
                     loops + 1
                 );
                 // The outermost cache tile loop over a parallel dimension may run on several
-                // threads (tessera-parallelize decides).
-                let first = sizes.iter().position(|&s| s != 0);
-                if level == 0 && first.is_some_and(|d| !op_loops.0[d].1) {
+                // threads (tessera-parallelize decides); the loops come back outermost first.
+                let parallel = order
+                    .iter()
+                    .filter(|&&d| sizes[d] != 0)
+                    .position(|&d| !op_loops.0[d].1);
+                if let (0, Some(position)) = (level, parallel) {
                     let _ = writeln!(
                         tiles,
-                        "    transform.annotate %t{count}_0#1 \"{PARALLEL}\" : !transform.any_op"
+                        "    transform.annotate %t{count}_0#{} \"{PARALLEL}\" : !transform.any_op",
+                        position + 1
                     );
                 }
                 handle = format!("%t{count}_{level}#0");
@@ -307,6 +333,10 @@ impl Stage for Tile {
             )?;
         }
         walk(&module, |op| op.remove_attribute(MARKER));
+        if forced.is_none() {
+            run_upstream(env, &mut module, PACK_PANELS, self.name())?;
+            run_upstream(env, &mut module, PAD_ROWS, self.name())?;
+        }
         Ok(Program::Mlir(module))
     }
 }

@@ -1,0 +1,267 @@
+//! `tessera-pack-constant-panels`: the constant weights a register tile of a matmul or
+//! convolution reads a few columns at a time (B's `[K, N]`, a filter's `[KH, KW, C, F]`, read
+//! `P` columns of the last dimension per step, P being the register tile's width) are stored
+//! as panels, `[N / P, K, P]` (`[F / P, KH, KW, C, P]`), at compile time, and each register
+//! tile reads its `P` columns from its panel. Unpacked, every step of a tile's reduction read
+//! one row of the weights, a whole row apart: the encoder layer's 768 x 3072 B, rows 12 KB
+//! apart, touched a new 4 KB page at every step (more pages than the L1 TLB holds, and no
+//! prefetch across pages); packed, a tile's steps read one contiguous stream. This is what
+//! ONNX Runtime's and oneDNN's GEMMs do to constant B once, when a session starts. Runs after
+//! `tessera-tile`'s tiling: a register tile's columns are at offsets the tile loops make
+//! multiples of `P` (checked: loop bounds and steps, sums and products of them), so each tile
+//! is one slice of one panel. Registered with MLIR from here (the FFI boundary; called from
+//! `src/mlir/bridge/context.rs`).
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassRegistry.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <cstring>
+
+namespace {
+
+/// The attribute `tessera-tile` puts on register tiles.
+constexpr llvm::StringLiteral kRegisterTile = "tessera.vectorize";
+
+/// How deep the divisibility proof follows definitions.
+constexpr int kMaxDepth = 16;
+
+bool isMultiple(mlir::Value value, int64_t factor, int depth);
+
+/// Whether `ofr` (a static or dynamic index) is a multiple of `factor`.
+bool isMultiple(mlir::OpFoldResult ofr, int64_t factor, int depth) {
+  if (std::optional<int64_t> constant = mlir::getConstantIntValue(ofr))
+    return *constant % factor == 0;
+  return isMultiple(llvm::cast<mlir::Value>(ofr), factor, depth);
+}
+
+/// Whether affine `expr` over `operands` (dimensions, then symbols) is a multiple of `factor`.
+bool isMultiple(mlir::AffineExpr expr, mlir::ValueRange operands, unsigned dims, int64_t factor,
+                int depth) {
+  if (auto constant = llvm::dyn_cast<mlir::AffineConstantExpr>(expr))
+    return constant.getValue() % factor == 0;
+  if (auto dim = llvm::dyn_cast<mlir::AffineDimExpr>(expr))
+    return isMultiple(operands[dim.getPosition()], factor, depth + 1);
+  if (auto symbol = llvm::dyn_cast<mlir::AffineSymbolExpr>(expr))
+    return isMultiple(operands[dims + symbol.getPosition()], factor, depth + 1);
+  auto binary = llvm::dyn_cast<mlir::AffineBinaryOpExpr>(expr);
+  if (!binary)
+    return false;
+  bool lhs = isMultiple(binary.getLHS(), operands, dims, factor, depth);
+  bool rhs = isMultiple(binary.getRHS(), operands, dims, factor, depth);
+  switch (expr.getKind()) {
+  case mlir::AffineExprKind::Add:
+    return lhs && rhs;
+  case mlir::AffineExprKind::Mul:
+    return lhs || rhs;
+  default:
+    return false;
+  }
+}
+
+/// Whether `value` (an index) is provably a multiple of `factor`: a constant, a loop's
+/// induction variable whose start and step are, or sums, products and affine maps of those.
+bool isMultiple(mlir::Value value, int64_t factor, int depth) {
+  if (depth > kMaxDepth)
+    return false;
+  if (std::optional<int64_t> constant = mlir::getConstantIntValue(value))
+    return *constant % factor == 0;
+  if (mlir::scf::ForOp loop = mlir::scf::getForInductionVarOwner(value))
+    return isMultiple(loop.getLowerBound(), factor, depth + 1) &&
+           isMultiple(loop.getStep(), factor, depth + 1);
+  if (mlir::scf::ForallOp loop = mlir::scf::getForallOpThreadIndexOwner(value)) {
+    unsigned index = llvm::cast<mlir::BlockArgument>(value).getArgNumber();
+    return isMultiple(loop.getMixedLowerBound()[index], factor, depth + 1) &&
+           isMultiple(loop.getMixedStep()[index], factor, depth + 1);
+  }
+  mlir::Operation *op = value.getDefiningOp();
+  if (auto add = llvm::dyn_cast_or_null<mlir::arith::AddIOp>(op))
+    return isMultiple(add.getLhs(), factor, depth + 1) &&
+           isMultiple(add.getRhs(), factor, depth + 1);
+  if (auto mul = llvm::dyn_cast_or_null<mlir::arith::MulIOp>(op))
+    return isMultiple(mul.getLhs(), factor, depth + 1) ||
+           isMultiple(mul.getRhs(), factor, depth + 1);
+  if (auto apply = llvm::dyn_cast_or_null<mlir::affine::AffineApplyOp>(op))
+    return isMultiple(apply.getAffineMap().getResult(0), apply.getMapOperands(),
+                      apply.getAffineMap().getNumDims(), factor, depth + 1);
+  return false;
+}
+
+/// A register tile's weights traced to their constant: the constant, and the tile's offset
+/// in it along each dimension (the offsets of every slice between them, summed).
+struct Trace {
+  mlir::arith::ConstantOp constant;
+  /// Per dimension, the offsets to add.
+  llvm::SmallVector<llvm::SmallVector<mlir::OpFoldResult>> offsets;
+  /// The slices from the tile's to the constant's.
+  llvm::SmallVector<mlir::tensor::ExtractSliceOp> slices;
+};
+
+/// The constant `value` is a slice of, through unit-stride slices of its rank; nothing when it
+/// is not one.
+std::optional<Trace> trace(mlir::Value value) {
+  auto type = llvm::dyn_cast<mlir::RankedTensorType>(value.getType());
+  if (!type)
+    return std::nullopt;
+  Trace found;
+  found.offsets.resize(type.getRank());
+  while (auto slice = value.getDefiningOp<mlir::tensor::ExtractSliceOp>()) {
+    if (slice.getSourceType().getRank() != type.getRank() ||
+        !llvm::all_of(slice.getMixedStrides(),
+                      [](mlir::OpFoldResult s) { return mlir::isConstantIntValue(s, 1); }))
+      return std::nullopt;
+    for (auto [dim, offset] : llvm::enumerate(slice.getMixedOffsets()))
+      found.offsets[dim].push_back(offset);
+    found.slices.push_back(slice);
+    value = slice.getSource();
+  }
+  found.constant = value.getDefiningOp<mlir::arith::ConstantOp>();
+  if (!found.constant || found.slices.empty())
+    return std::nullopt;
+  return found;
+}
+
+/// The elements of `elements` (`[d0, ..., L]`) as panels of `width` columns
+/// (`[L / width, d0, ..., width]`).
+mlir::DenseElementsAttr panels(mlir::DenseElementsAttr elements, int64_t width) {
+  auto type = llvm::cast<mlir::RankedTensorType>(elements.getType());
+  int64_t bytes = type.getElementType().getIntOrFloatBitWidth() / 8;
+  int64_t columns = type.getShape().back();
+  int64_t rows = type.getNumElements() / columns;
+  int64_t count = columns / width;
+  llvm::ArrayRef<char> data = elements.getRawData();
+  std::vector<char> packed(data.size());
+  for (int64_t panel = 0; panel < count; ++panel)
+    for (int64_t row = 0; row < rows; ++row)
+      std::memcpy(packed.data() + ((panel * rows + row) * width) * bytes,
+                  data.data() + (row * columns + panel * width) * bytes,
+                  static_cast<size_t>(width * bytes));
+  llvm::SmallVector<int64_t> shape{count};
+  shape.append(type.getShape().begin(), type.getShape().end() - 1);
+  shape.push_back(width);
+  return mlir::DenseElementsAttr::getFromRawBuffer(
+      mlir::RankedTensorType::get(shape, type.getElementType()), packed);
+}
+
+/// The width of the panels `found`'s tile (`tile`, its slice) can read, when packing pays
+/// and holds: the tile's columns, a proper divisor of the constant's, at a multiple of them.
+std::optional<int64_t> panelWidth(Trace &found, mlir::tensor::ExtractSliceOp tile) {
+  auto elements = llvm::dyn_cast<mlir::DenseElementsAttr>(found.constant.getValue());
+  if (!elements || elements.isSplat())
+    return std::nullopt;
+  auto type = llvm::cast<mlir::RankedTensorType>(elements.getType());
+  mlir::Type element = type.getElementType();
+  if (!type.hasStaticShape() || type.getRank() < 2 || !element.isIntOrFloat() ||
+      element.getIntOrFloatBitWidth() % 8 != 0 || !tile.getType().hasStaticShape())
+    return std::nullopt;
+  int64_t width = tile.getType().getShape().back();
+  int64_t columns = type.getShape().back();
+  if (width < 2 || columns <= width || columns % width != 0)
+    return std::nullopt;
+  if (!llvm::all_of(found.offsets.back(),
+                    [&](mlir::OpFoldResult o) { return isMultiple(o, width, 0); }))
+    return std::nullopt;
+  return width;
+}
+
+/// `terms` summed, divided by `divisor`, folded where they are constant.
+mlir::OpFoldResult sum(mlir::OpBuilder &builder, mlir::Location loc,
+                       llvm::ArrayRef<mlir::OpFoldResult> terms, int64_t divisor) {
+  mlir::AffineExpr expr = builder.getAffineConstantExpr(0);
+  for (unsigned i = 0; i < terms.size(); ++i)
+    expr = expr + builder.getAffineSymbolExpr(i);
+  if (divisor != 1)
+    expr = expr.floorDiv(divisor);
+  auto map = mlir::AffineMap::get(0, terms.size(), expr);
+  return mlir::affine::makeComposedFoldedAffineApply(builder, loc, map, terms);
+}
+
+struct ConstantPanelPacking
+    : public mlir::PassWrapper<ConstantPanelPacking, mlir::OperationPass<>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ConstantPanelPacking)
+
+  llvm::StringRef getArgument() const final { return "tessera-pack-constant-panels"; }
+
+  llvm::StringRef getDescription() const final {
+    return "Store the constant weights that register tiles of matmuls and convolutions read a "
+           "few columns at a time as panels of those columns, and read each tile from its "
+           "panel (one contiguous stream per tile)";
+  }
+
+  void getDependentDialects(mlir::DialectRegistry &registry) const override {
+    registry.insert<mlir::tensor::TensorDialect, mlir::arith::ArithDialect,
+                    mlir::affine::AffineDialect>();
+  }
+
+  void runOnOperation() override {
+    llvm::SmallVector<mlir::Operation *> tiles;
+    getOperation()->walk([&](mlir::Operation *op) {
+      if (llvm::isa<mlir::linalg::MatmulOp, mlir::linalg::Conv2DNhwcHwcfOp>(op) &&
+          op->hasAttr(kRegisterTile))
+        tiles.push_back(op);
+    });
+    llvm::DenseMap<std::pair<mlir::Operation *, int64_t>, mlir::Value> packed;
+    llvm::SmallVector<mlir::Operation *> replaced;
+    for (mlir::Operation *op : tiles) {
+      auto tile = op->getOperand(1).getDefiningOp<mlir::tensor::ExtractSliceOp>();
+      std::optional<Trace> found = tile ? trace(tile.getResult()) : std::nullopt;
+      std::optional<int64_t> width = found ? panelWidth(*found, tile) : std::nullopt;
+      if (!width)
+        continue;
+      mlir::Value &panelled = packed[{found->constant, *width}];
+      if (!panelled) {
+        mlir::OpBuilder builder(found->constant);
+        auto elements = llvm::cast<mlir::DenseElementsAttr>(found->constant.getValue());
+        panelled = builder.create<mlir::arith::ConstantOp>(found->constant.getLoc(),
+                                                           panels(elements, *width));
+      }
+      mlir::OpBuilder builder(tile);
+      mlir::Location loc = tile.getLoc();
+      int64_t rank = tile.getType().getRank();
+      llvm::SmallVector<mlir::OpFoldResult> offsets{
+          sum(builder, loc, found->offsets.back(), *width)};
+      llvm::SmallVector<mlir::OpFoldResult> sizes{builder.getIndexAttr(1)};
+      for (int64_t dim = 0; dim + 1 < rank; ++dim) {
+        offsets.push_back(sum(builder, loc, found->offsets[dim], 1));
+        sizes.push_back(builder.getIndexAttr(tile.getType().getShape()[dim]));
+      }
+      offsets.push_back(builder.getIndexAttr(0));
+      sizes.push_back(builder.getIndexAttr(*width));
+      llvm::SmallVector<mlir::OpFoldResult> strides(rank + 1, builder.getIndexAttr(1));
+      auto read = builder.create<mlir::tensor::ExtractSliceOp>(
+          loc, tile.getType(), panelled, offsets, sizes, strides);
+      op->setOperand(1, read.getResult());
+      for (mlir::tensor::ExtractSliceOp slice : found->slices)
+        if (!llvm::is_contained(replaced, slice.getOperation()))
+          replaced.push_back(slice);
+      if (!llvm::is_contained(replaced, found->constant.getOperation()))
+        replaced.push_back(found->constant);
+    }
+    // The slices and constants no tile reads any more (a chain shared by several tiles
+    // frees its head only when its last reader goes).
+    for (bool erased = true; erased;) {
+      erased = false;
+      for (mlir::Operation *&op : replaced)
+        if (op && op->use_empty()) {
+          op->erase();
+          op = nullptr;
+          erased = true;
+        }
+    }
+  }
+};
+
+} // namespace
+
+extern "C" void tesseraRegisterConstantPanelPackingPass() {
+  mlir::PassRegistration<ConstantPanelPacking>();
+}
