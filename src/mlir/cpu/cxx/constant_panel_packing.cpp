@@ -32,6 +32,11 @@ namespace {
 /// The attribute `tessera-tile` puts on register tiles.
 constexpr llvm::StringLiteral kRegisterTile = "tessera.vectorize";
 
+/// Rows shorter than this stay as they are: a tile's steps over them stay within a page or
+/// two, and every packed tile costs compile time (MobileNetV2 with all its filters packed,
+/// rows of 16 to 1280 floats: compile 2.4 -> 5.4 s, run time unchanged).
+constexpr int64_t kMinRowBytes = 2048;
+
 /// How deep the divisibility proof follows definitions.
 constexpr int kMaxDepth = 16;
 
@@ -165,7 +170,8 @@ std::optional<int64_t> panelWidth(Trace &found, mlir::tensor::ExtractSliceOp til
     return std::nullopt;
   int64_t width = tile.getType().getShape().back();
   int64_t columns = type.getShape().back();
-  if (width < 2 || columns <= width || columns % width != 0)
+  if (width < 2 || columns <= width || columns % width != 0 ||
+      columns * element.getIntOrFloatBitWidth() / 8 < kMinRowBytes)
     return std::nullopt;
   if (!llvm::all_of(found.offsets.back(),
                     [&](mlir::OpFoldResult o) { return isMultiple(o, width, 0); }))
@@ -221,8 +227,20 @@ struct ConstantPanelPacking
       if (!panelled) {
         mlir::OpBuilder builder(found->constant);
         auto elements = llvm::cast<mlir::DenseElementsAttr>(found->constant.getValue());
-        panelled = builder.create<mlir::arith::ConstantOp>(found->constant.getLoc(),
-                                                           panels(elements, *width));
+        mlir::DenseElementsAttr packedElements = panels(elements, *width);
+        auto packedType = llvm::cast<mlir::RankedTensorType>(packedElements.getType());
+        // Stored flat and viewed in panels: LLVM builds one constant array per innermost
+        // row of a global, and rows of P elements made hundreds of thousands of them
+        // (ResNet50's filters: its compile 12 -> 28 s).
+        auto flatType = mlir::RankedTensorType::get({packedType.getNumElements()},
+                                                    packedType.getElementType());
+        auto flat = builder.create<mlir::arith::ConstantOp>(
+            found->constant.getLoc(), packedElements.reshape(flatType));
+        llvm::SmallVector<mlir::ReassociationIndices> all(1);
+        for (int64_t dim = 0; dim < packedType.getRank(); ++dim)
+          all.front().push_back(dim);
+        panelled = builder.create<mlir::tensor::ExpandShapeOp>(found->constant.getLoc(),
+                                                               packedType, flat, all);
       }
       mlir::OpBuilder builder(tile);
       mlir::Location loc = tile.getLoc();
