@@ -267,8 +267,8 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
                     PartKind::Long | PartKind::Tiny => format!("-O{}", part.level),
                 };
                 format!(
-                    "{kind} {} function(s), {} instruction(s)",
-                    part.functions, part.instructions
+                    "{kind} {} function(s), {} instruction(s), {} constant byte(s)",
+                    part.functions, part.instructions, part.constant_bytes
                 )
             })
             .collect();

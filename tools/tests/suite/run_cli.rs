@@ -157,3 +157,65 @@ fn usage_errors_exit_2() {
     assert_eq!(run(&[SEED, "-O", "7"]).status.code(), Some(2));
     assert_eq!(run(&[]).status.code(), Some(2));
 }
+
+#[test]
+fn each_constant_is_compiled_in_one_part() {
+    // 20 kernels (more than a function keeps inline) reading a weight of 64 x 64 each, with
+    // distinct values: the module splits into parts, and each weight must be compiled into
+    // one of them only (every part was once given, and some compiled, a copy of all of them).
+    let dir = scratch("parts");
+    let mut source = String::from("func @chain(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {\n");
+    let mut previous = "%x".to_string();
+    for layer in 0..20 {
+        let values: Vec<String> = (0..64)
+            .map(|row| {
+                let row: Vec<String> = (0..64)
+                    .map(|col| {
+                        format!(
+                            "{:.3}",
+                            ((layer * 4096 + row * 64 + col) % 97) as f64 / 970.0
+                        )
+                    })
+                    .collect();
+                format!("[{}]", row.join(", "))
+            })
+            .collect();
+        source += &format!(
+            "  %w{layer} = array.constant dense<[{}]> : tensor<64x64xf32>\n  %m{layer} = array.matmul {previous}, %w{layer} : tensor<8x64xf32>\n  %t{layer} = array.tanh %m{layer} : tensor<8x64xf32>\n",
+            values.join(", ")
+        );
+        previous = format!("%t{layer}");
+    }
+    source += &format!("  return {previous} : tensor<8x64xf32>\n}}\n");
+    let model = dir.join("chain.tsr");
+    std::fs::write(&model, source).expect("saved");
+    let out = run(&[
+        model.to_str().expect("utf-8"),
+        "--stats",
+        "--compare-reference",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("PASS"), "{stdout}");
+    let parts = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("llvm parts: "))
+        .unwrap_or_else(|| panic!("no llvm parts in:\n{stdout}"));
+    let bytes: Vec<u64> = parts
+        .split("; ")
+        .map(|part| {
+            let count = part
+                .strip_suffix(" constant byte(s)")
+                .and_then(|p| p.rsplit(' ').next())
+                .unwrap_or_else(|| panic!("'{part}' names no constant bytes"));
+            count.parse().expect("a count")
+        })
+        .collect();
+    let weights = 20 * 64 * 64 * 4;
+    let total: u64 = bytes.iter().sum();
+    assert!(bytes.len() > 1, "the module split into parts: {parts}");
+    assert!(
+        (weights..weights + 4096).contains(&total),
+        "the weights once, and a few small constants: {parts}"
+    );
+}

@@ -105,6 +105,22 @@ bool usedAcrossParts(const llvm::Value &value, unsigned home,
   return false;
 }
 
+/// Erases the constants of `part` that none of its functions reads: each part is given a copy
+/// of every module-local constant (a weight of 100 MB included), and a part that is not
+/// optimized (tiny kernels, glue) would otherwise emit them all into its object.
+void dropUnreadConstants(llvm::Module &part) {
+  std::vector<llvm::GlobalVariable *> unread;
+  for (llvm::GlobalVariable &global : part.globals()) {
+    if (!global.hasLocalLinkage())
+      continue;
+    global.removeDeadConstantUsers();
+    if (global.use_empty())
+      unread.push_back(&global);
+  }
+  for (llvm::GlobalVariable *global : unread)
+    global->eraseFromParent();
+}
+
 } // namespace
 
 DefinedSize definedSize(const llvm::Module &module,
@@ -190,6 +206,7 @@ std::vector<ModulePart> splitIntoParts(llvm::Module &module, unsigned count, uns
             return duplicated(*global) || index == used.front();
           return true;
         });
+    dropUnreadConstants(*copy);
     DefinedSize size = definedSize(
         module, [&](const llvm::Function &function) { return part.at(&function) == index; });
     auto kind = static_cast<PartKind>(index / count);

@@ -61,6 +61,8 @@ pub struct LlvmPart {
     pub functions: u32,
     /// Their instructions, before optimization.
     pub instructions: u64,
+    /// The bytes of the constants (weights) it defined: each is compiled in one part only.
+    pub constant_bytes: u64,
 }
 
 /// What a part of a compiled module held, and so how LLVM treated it (`PartKind` in
