@@ -426,8 +426,12 @@ impl Decompose for GroupConv2d {
                         &[1, strides[0], strides[1], 1],
                     )?;
                     let tap = ops.slice(w, &[p, q, 0, 0], &[p + 1, q + 1, 1, f], &[1, 1, 1, 1])?;
+                    // One filter per channel: the tap's [1, 1, 1, F] row broadcasts over
+                    // the window as it is (reshaped to [F], fusion propagated the reshape
+                    // into every operand, and the sum's 7-d loops no longer fused with what
+                    // follows).
                     let (lhs, rhs) = if m == 1 {
-                        (window, ops.reshape(tap, vec![f])?)
+                        (window, tap)
                     } else {
                         (
                             ops.reshape(window, vec![n, oh, ow, c, 1])?,

@@ -23,6 +23,8 @@ extern "C" {
     fn tesseraRegisterDeallocationPass();
     /// Registers `tessera-split-shared-tensors` (src/mlir/pipeline/cxx/shared_tensors.cpp).
     fn tesseraRegisterSharedTensorsPass();
+    /// Registers `tessera-pad-in-place` (src/mlir/pipeline/cxx/padding_in_place.cpp).
+    fn tesseraRegisterPaddingInPlacePass();
     /// Registers `tessera-localize-kernel-operands`, `tessera-propagate-constant-arguments`
     /// and `tessera-prune-kernel-arguments` (src/mlir/cpu/cxx/kernel_operands.cpp).
     fn tesseraRegisterKernelOperandsPass();
@@ -82,6 +84,7 @@ impl MlirContext {
                 tesseraRegisterEpilogueFusionPass();
                 tesseraRegisterDeallocationPass();
                 tesseraRegisterSharedTensorsPass();
+                tesseraRegisterPaddingInPlacePass();
                 tesseraRegisterKernelOperandsPass();
                 tesseraRegisterSubsetHoistingPass();
                 tesseraRegisterConstantRowPaddingPass();

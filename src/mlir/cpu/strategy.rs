@@ -254,7 +254,30 @@ pub fn choose(name: &str, loops: &Loops, l2_bytes: i64) -> Vec<i64> {
     {
         tiles[0] = 0;
     }
+    if name.starts_with(CONVOLUTION) {
+        split_single_tile(&mut tiles, loops);
+    }
     tiles
+}
+
+/// The names of the convolutions that contract input channels.
+const CONVOLUTION: &str = "linalg.conv_2d";
+
+/// Splits cache tiles (`tiles` over `loops`) that would cover all of a convolution's output
+/// in one: its first output dimension of more than one row takes the largest divisor of at
+/// most half of it (14 -> 7 rows, 7 -> 1). MobileNetV2's 1x1 convolutions into 14 x 14 x 64
+/// outputs were one tile each: no loop to fuse their epilogue into (a kernel of its own, the
+/// output written and read again) nor to run on two threads.
+/// Applied alike to the convolution and to its epilogue's tiles, so that they agree.
+fn split_single_tile(tiles: &mut [i64], loops: &Loops) {
+    let parallel: Vec<usize> = (0..loops.0.len()).filter(|&i| !loops.0[i].1).collect();
+    let whole = parallel
+        .iter()
+        .all(|&i| tiles[i] == 0 || tiles[i] == loops.0[i].0);
+    if let (true, Some(&first)) = (whole, parallel.iter().find(|&&i| loops.0[i].0 > 1)) {
+        let extent = loops.0[first].0;
+        tiles[first] = divisor_at_most(extent, extent / 2);
+    }
 }
 
 /// How a matmul's cache tiles go through its rows and its reduction.
@@ -354,6 +377,9 @@ pub fn epilogue_tiles(
         if matmul_blocking(anchor_loops, tiles[1], depth, l2_bytes).rows_whole() {
             tiles[0] = 0;
         }
+    }
+    if anchor.starts_with(CONVOLUTION) {
+        split_single_tile(&mut tiles, loops);
     }
     tiles
 }
@@ -541,6 +567,50 @@ mod tests {
             choose_vector("linalg.pooling_nhwc_max", &pool, &cache, VectorUnit::AVX512),
             [1, 1, 7, 16, 1, 0]
         );
+    }
+
+    #[test]
+    fn a_convolution_that_fits_one_tile_is_split_with_its_epilogue() {
+        // A 1x1 convolution over 14 x 14 x 192 into 64 channels, and its epilogue.
+        let conv = Loops(vec![
+            (1, false),
+            (14, false),
+            (14, false),
+            (64, false),
+            (1, true),
+            (1, true),
+            (192, true),
+        ]);
+        let output = Loops(conv.0[..4].to_vec());
+        let name = "linalg.conv_2d_nhwc_hwcf";
+        assert_eq!(choose(name, &conv, L2), [1, 7, 14, 64, 0, 0, 0]);
+        assert_eq!(epilogue_tiles(name, &conv, &output, L2), [1, 7, 14, 64]);
+        // 7 rows split one by one; an output already in several tiles stays as it was.
+        let small = Loops(vec![
+            (1, false),
+            (7, false),
+            (7, false),
+            (64, false),
+            (320, true),
+        ]);
+        assert_eq!(
+            choose("linalg.conv_2d_nhwc_hwcf", &small, L2)[..4],
+            [1, 1, 7, 64]
+        );
+        let large = Loops(vec![
+            (1, false),
+            (28, false),
+            (28, false),
+            (64, false),
+            (3, true),
+        ]);
+        assert_eq!(
+            choose("linalg.conv_2d_nhwc_hwcf", &large, L2)[..4],
+            [1, 14, 14, 64]
+        );
+        // Matmuls and other ops keep their single tile.
+        let matmul = Loops(vec![(8, false), (64, false), (64, true)]);
+        assert_eq!(choose("linalg.matmul", &matmul, L2), [8, 64, 64]);
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub struct Bufferize;
 /// One-shot bufferization, after widely read parameters and constants are read through
 /// tensors of their own per group of readers and shared fills are repeated per writer
 /// (src/mlir/pipeline/cxx/shared_tensors.cpp: the analysis is quadratic in the users of one value).
-const BUFFERIZE: &str = "tessera-split-shared-tensors,one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}";
+const BUFFERIZE: &str = "tessera-split-shared-tensors,tessera-pad-in-place,one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}";
 
 /// Results as out-parameters, the buffer computing each result being the out-parameter itself
 /// (no copy). MLIR 19 crashes hoisting a result that is a parameter or another result: those
