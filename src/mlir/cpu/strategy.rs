@@ -163,7 +163,7 @@ pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64], unit: VectorUnit)
         return transpose_blocks(loops);
     }
     let matmul = name == "linalg.matmul" || name == "linalg.batch_matmul";
-    let windowed = name.starts_with("linalg.conv_2d") || name.starts_with("linalg.pooling_nhwc");
+    let windowed = name.starts_with(CONVOLUTION) || name.starts_with("linalg.pooling_nhwc");
     let reduces = loops.0.iter().any(|(_, r)| *r);
     let last_parallel = loops.0.iter().rposition(|(_, r)| !r);
     let last_reduction = loops.0.iter().rposition(|(_, r)| *r);
@@ -235,7 +235,7 @@ pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64], unit: VectorUnit)
 /// 2.4x slower than LLVM's loop at -O0; whole rows also compile faster).
 pub fn choose(name: &str, loops: &Loops, l2_bytes: i64) -> Vec<i64> {
     let elementwise = loops.0.iter().all(|(_, reduction)| !reduction)
-        && !name.starts_with("linalg.conv_2d")
+        && !name.starts_with(CONVOLUTION)
         && !name.starts_with("linalg.pooling_nhwc");
     if name == FILL {
         return vec![0; loops.0.len()];

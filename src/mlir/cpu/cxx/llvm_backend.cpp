@@ -474,11 +474,11 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
     // The part holding the most constant bytes (the weights) stays in the module's context
     // and is compiled on this thread: bitcode writes and reads a constant element by element
     // (a second of ResNet-50's 100 MB).
-    size_t home = std::max_element(split.begin(), split.end(),
-                                   [](const tessera::ModulePart &a, const tessera::ModulePart &b) {
-                                     return constantBytes(*a.module) < constantBytes(*b.module);
+    size_t home = std::max_element(summaries.begin(), summaries.end(),
+                                   [](const TesseraPart &a, const TesseraPart &b) {
+                                     return a.constantBytes < b.constantBytes;
                                    }) -
-                  split.begin();
+                  summaries.begin();
     std::vector<llvm::SmallVector<char, 0>> bitcode(split.size());
     for (size_t index = 0; index < split.size(); ++index) {
       if (index == home)
