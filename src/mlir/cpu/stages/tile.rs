@@ -300,12 +300,15 @@ impl Stage for Tile {
                     "    %t{count}_{level}:{} = transform.structured.tile_using_for {handle} tile_sizes [{text}]{interchange} : (!transform.any_op) -> ({handles})",
                     loops + 1
                 );
-                // The outermost cache tile loop over a parallel dimension may run on several
-                // threads (tessera-parallelize decides); the loops come back outermost first.
-                let parallel = order
-                    .iter()
-                    .filter(|&&d| sizes[d] != 0)
-                    .position(|&d| !op_loops.0[d].1);
+                // The outermost cache tile loop over a parallel dimension that has more than
+                // one tile may run on several threads (tessera-parallelize decides); the loops
+                // come back outermost first. A loop of one tile (NHWC's batch of 1) folds away
+                // with its mark: marking it left MobileNetV2's depthwise convolutions on one
+                // thread.
+                let parallel = order.iter().filter(|&&d| sizes[d] != 0).position(|&d| {
+                    let (extent, reduction) = op_loops.0[d];
+                    !reduction && sizes[d] < extent
+                });
                 if let (0, Some(position)) = (level, parallel) {
                     let _ = writeln!(
                         tiles,
