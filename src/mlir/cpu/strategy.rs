@@ -64,20 +64,27 @@ pub const TILE_SIZES: &str = "tessera.tile_sizes";
 /// The register-level sizes (within a cache tile) the strategy writes and `tessera-tile` reads.
 pub const VECTOR_SIZES: &str = "tessera.vector_sizes";
 
-/// The lanes a cache tile along the vector lanes keeps whole where its extent allows: 8, a
-/// register of AVX2 and half of one of AVX-512.
-const TILE_LANES: i64 = 8;
+/// The multiples of lanes a cache tile along the vector lanes is made of where its extent
+/// allows, the widest first: 32, a matmul register tile's row with AVX-512 (two registers of
+/// 16) and two of them with AVX2; 16, a register of AVX-512 and two of AVX2; 8, a register
+/// of AVX2 and half of one of AVX-512.
+const TILE_LANES: [i64; 3] = [32, 16, 8];
 
-/// The largest divisor of `extent` not above `target` that is a multiple of [`TILE_LANES`]
-/// when `extent` is one, else the largest divisor: the register tiles inside then have a
-/// legal vector width (72 columns in tiles of 24, each 3 vectors of 8, not of 36, whose only
-/// register tiles were 12 lanes wide: LLVM widens those to 16 and splits them, and its
-/// instruction selection took twice as long on them).
+/// The largest divisor of `extent` not above `target` that is a multiple of the widest of
+/// [`TILE_LANES`] that divides `extent`, else the largest divisor: the register tiles inside
+/// then have a legal vector width (72 columns in tiles of 24, each 3 vectors of 8, not of 36,
+/// whose only register tiles were 12 lanes wide: LLVM widens those to 16 and splits them, and
+/// its instruction selection took twice as long on them) and are as wide as the extent
+/// allows (MobileNetV2's 160 output channels went in tiles of 40, register tiles of 8 lanes
+/// with AVX-512 and one accumulator per row; in tiles of 32, two registers per row).
 pub fn lane_aligned_divisor_at_most(extent: i64, target: i64) -> i64 {
-    if extent <= 0 || extent % TILE_LANES != 0 {
-        return divisor_at_most(extent, target);
+    match TILE_LANES
+        .into_iter()
+        .find(|&lanes| extent > 0 && extent % lanes == 0 && lanes <= target)
+    {
+        Some(lanes) => lanes * divisor_at_most(extent / lanes, (target / lanes).max(1)),
+        None => divisor_at_most(extent, target),
     }
-    TILE_LANES * divisor_at_most(extent / TILE_LANES, (target / TILE_LANES).max(1))
 }
 
 /// The largest power of two that divides `extent` and is not above `target` (1 for an empty
@@ -454,8 +461,11 @@ mod tests {
     #[test]
     fn cache_tiles_along_the_lanes_keep_whole_registers() {
         assert_eq!(lane_aligned_divisor_at_most(72, 64), 24);
-        assert_eq!(lane_aligned_divisor_at_most(96, 64), 48);
-        assert_eq!(lane_aligned_divisor_at_most(784, 64), 56);
+        assert_eq!(lane_aligned_divisor_at_most(96, 64), 32);
+        assert_eq!(lane_aligned_divisor_at_most(160, 64), 32);
+        assert_eq!(lane_aligned_divisor_at_most(144, 64), 48);
+        assert_eq!(lane_aligned_divisor_at_most(784, 64), 16);
+        assert_eq!(lane_aligned_divisor_at_most(1000, 64), 40);
         assert_eq!(lane_aligned_divisor_at_most(1024, 64), 64);
         assert_eq!(lane_aligned_divisor_at_most(8, 64), 8);
         assert_eq!(lane_aligned_divisor_at_most(10, 64), 10);
