@@ -15,7 +15,7 @@ use crate::mlir::cpu::strategy::{
     cache_order, choose, choose_vector, host_l2_bytes, register_order, VectorUnit, TILE_SIZES,
     VECTOR_SIZES,
 };
-use crate::mlir::pipeline::loop_nest::{loops, map_results, PARALLEL};
+use crate::mlir::pipeline::loop_nest::{loops, map_results, Loops, PARALLEL};
 use crate::mlir::pipeline::schedule::{
     apply_schedule, match_each, Author, SCHEDULE_HEAD, SCHEDULE_TAIL,
 };
@@ -59,6 +59,94 @@ pub const SPLIT_LANES: i64 = 64;
 
 /// Marks register tiles for `tessera-vectorize`.
 pub const VECTORIZE: &str = "tessera.vectorize";
+
+/// Marks the convolution and the fill of a register group (see [`RegisterGroup`]) so that they
+/// are not tiled on their own, and, with the group's number, so that its schedule matches them.
+const GROUP_MEMBER: &str = "tessera.register_group_member";
+const GROUP_PRODUCER: &str = "tessera.register_group_producer";
+const GROUP_INIT: &str = "tessera.register_group_init";
+
+/// The convolution whose register tiles go through its fused epilogue without leaving the
+/// registers: an elementwise op that `tessera-fuse` put in one `scf.forall` tile with the
+/// convolution it reads and the fill that convolution accumulates from. Tiled alone, each of
+/// the three had its own register tiles over a tile buffer (allocated, zeroed, accumulated
+/// into, read back by the epilogue); tiled together, the epilogue's register tiles compute
+/// the convolution's tile (zeros, then the taps and channels stepped by one) and apply the
+/// epilogue to the accumulators, and no buffer is left.
+struct RegisterGroup<'c> {
+    convolution: WalkedOp<'c>,
+    fill: WalkedOp<'c>,
+    /// The epilogue's register tile sizes: the convolution's over its output loops.
+    tile: Vec<i64>,
+    /// The convolution's register sizes over its reduction loops (window rows, window columns,
+    /// input channels), zero for its output loops.
+    reduction: Vec<i64>,
+}
+
+/// The register group `op` is the epilogue of, if any: `op` is an elementwise generic in an
+/// `scf.forall` (a tile `tessera-fuse` made) reading, as its same-shaped input, the only
+/// result of a `linalg.conv_2d_nhwc_hwcf` used by it alone, which accumulates from a fill
+/// used by it alone, all three in that tile, none with pinned sizes.
+fn register_group<'c>(
+    op: &WalkedOp<'c>,
+    unit: VectorUnit,
+    l2_bytes: i64,
+) -> Option<RegisterGroup<'c>> {
+    let pinned =
+        |o: &WalkedOp<'c>| o.attribute(TILE_SIZES).is_some() || o.attribute(VECTOR_SIZES).is_some();
+    if op.name() != "linalg.generic" || op.result_count() != 1 || op.touches_i1() || pinned(op) {
+        return None;
+    }
+    let op_loops = loops(op)?;
+    let parent = op.parent()?;
+    if parent.name() != "scf.forall" || op_loops.0.iter().any(|&(_, reduction)| reduction) {
+        return None;
+    }
+    let same_parent =
+        |o: &WalkedOp<'c>| o.parent().is_some_and(|p| p.raw().ptr == parent.raw().ptr);
+    let maps = map_results(&op.attribute("indexing_maps")?.to_string());
+    let identity: Vec<String> = (0..op_loops.0.len()).map(|d| format!("d{d}")).collect();
+    let mut convolutions = (0..op.operand_count().saturating_sub(1)).filter_map(|i| {
+        let producer = op.operand_producer(i)?;
+        (producer.name() == "linalg.conv_2d_nhwc_hwcf" && maps.get(i) == Some(&identity))
+            .then_some(producer)
+    });
+    let convolution = convolutions.next()?;
+    if convolutions.next().is_some()
+        || convolution.use_count() != 1
+        || !same_parent(&convolution)
+        || pinned(&convolution)
+    {
+        return None;
+    }
+    let fill = convolution.operand_producer(convolution.operand_count() - 1)?;
+    if fill.name() != "linalg.fill" || fill.use_count() != 1 || !same_parent(&fill) {
+        return None;
+    }
+    let convolution_loops = loops(&convolution)?;
+    let outputs = op_loops.0.len();
+    if convolution_loops.0.len() != outputs + 3
+        || convolution_loops.0[..outputs]
+            .iter()
+            .zip(&op_loops.0)
+            .any(|(c, e)| c.0 != e.0 || c.1)
+    {
+        return None;
+    }
+    let name = convolution.name();
+    let cache = choose(&name, &convolution_loops, l2_bytes);
+    let register = choose_vector(&name, &convolution_loops, &cache, unit);
+    let tile = register[..outputs].to_vec();
+    let reduction = (0..register.len())
+        .map(|i| if i < outputs { 0 } else { register[i] })
+        .collect();
+    Some(RegisterGroup {
+        convolution,
+        fill,
+        tile,
+        reduction,
+    })
+}
 
 /// Makes every indexing map of generic `op` (whose loops are `loops`) a projected
 /// permutation, when it only needs renaming: a size-1 input dimension read at the constant 0
@@ -176,6 +264,62 @@ fn split_reductions(
     Ok(())
 }
 
+/// The schedule of register group `count` (`%op{count}` its epilogue, its convolution and
+/// fill marked with the number): the epilogue tiled by the group's register tiles, the marked
+/// outermost loop over several tiles ([`PARALLEL`], as for a cache tile), the convolution then
+/// the fill fused into those tiles, and the fused convolution's reductions tiled.
+fn group_schedule(count: usize, group: &RegisterGroup<'_>, epilogue: Option<&Loops>) -> String {
+    let any = "!transform.any_op";
+    let list = |sizes: &[i64]| {
+        sizes
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let handles = |n: usize| vec![any; n].join(", ");
+    let tiled = group.tile.iter().filter(|&&s| s != 0).count();
+    let mut text = format!(
+        "    %t{count}_0:{} = transform.structured.tile_using_for %op{count} tile_sizes [{}] : ({any}) -> ({})\n",
+        tiled + 1,
+        list(&group.tile),
+        handles(tiled + 1)
+    );
+    let parallel = epilogue.and_then(|l| {
+        group
+            .tile
+            .iter()
+            .zip(&l.0)
+            .filter(|(&size, _)| size != 0)
+            .position(|(&size, &(extent, _))| size < extent)
+    });
+    if let Some(position) = parallel {
+        let _ = writeln!(
+            text,
+            "    transform.annotate %t{count}_0#{} \"{PARALLEL}\" : {any}",
+            position + 1
+        );
+    }
+    let _ = writeln!(
+        text,
+        "    %p{count} = transform.structured.match attributes {{{GROUP_PRODUCER} = {count} : i64}} in %root : ({any}) -> {any}
+    %pf{count}, %pl{count} = transform.structured.fuse_into_containing_op %p{count} into %t{count}_0#1 : ({any}, {any}) -> ({any}, {any})
+    %i{count} = transform.structured.match attributes {{{GROUP_INIT} = {count} : i64}} in %root : ({any}) -> {any}
+    %if{count}, %il{count} = transform.structured.fuse_into_containing_op %i{count} into %pl{count} : ({any}, {any}) -> ({any}, {any})"
+    );
+    let reduced = group.reduction.iter().filter(|&&s| s != 0).count();
+    if reduced > 0 {
+        let _ = writeln!(
+            text,
+            "    %k{count}:{} = transform.structured.tile_using_for %pf{count} tile_sizes [{}] : ({any}) -> ({})",
+            reduced + 1,
+            list(&group.reduction),
+            handles(reduced + 1)
+        );
+    }
+    text
+}
+
 impl Stage for Tile {
     fn name(&self) -> &'static str {
         "tessera-tile"
@@ -226,8 +370,37 @@ impl Stage for Tile {
         let l2_bytes = options
             .positive("l2", host_l2_bytes())
             .map_err(|e| stage_error(self.name(), e))? as i64;
+        let ctx_unit = melior::ir::Attribute::unit(ctx);
+        if forced.is_none() {
+            walk(&module, |op| {
+                if let Some(group) = register_group(op, unit, l2_bytes) {
+                    group.convolution.set_attribute(GROUP_MEMBER, ctx_unit);
+                    group.fill.set_attribute(GROUP_MEMBER, ctx_unit);
+                }
+            });
+        }
+        let i64_type = IntegerType::new(ctx, 64).into();
         let mut count = 0;
         walk(&module, |op| {
+            if op.attribute(GROUP_MEMBER).is_some() {
+                return;
+            }
+            if let Some(group) = forced
+                .is_none()
+                .then(|| register_group(op, unit, l2_bytes))
+                .flatten()
+            {
+                let number: Attribute = IntegerAttribute::new(i64_type, count as i64).into();
+                group.convolution.set_attribute(GROUP_PRODUCER, number);
+                group.fill.set_attribute(GROUP_INIT, number);
+                for member in [op, &group.convolution, &group.fill] {
+                    member.set_attribute(VECTORIZE, ctx_unit);
+                }
+                op.set_attribute(MARKER, ctx_unit);
+                tiles.push_str(&group_schedule(count, &group, loops(op).as_ref()));
+                count += 1;
+                return;
+            }
             let Some(op_loops) = loops(op) else { return };
             let name = op.name();
             let pinned = |attribute: &str| {
@@ -335,7 +508,11 @@ impl Stage for Tile {
                 Author::Stage,
             )?;
         }
-        walk(&module, |op| op.remove_attribute(MARKER));
+        walk(&module, |op| {
+            for marker in [MARKER, GROUP_MEMBER, GROUP_PRODUCER, GROUP_INIT] {
+                op.remove_attribute(marker);
+            }
+        });
         if forced.is_none() {
             run_upstream(env, &mut module, PACK_PANELS, self.name())?;
             run_upstream(env, &mut module, PAD_ROWS, self.name())?;

@@ -73,6 +73,7 @@ const LOWERING_SCHEDULE: &str = r#"module attributes {transform.with_named_seque
       transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_16x16"
       transform.apply_patterns.vector.lower_shape_cast
       transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_transfers
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
       transform.apply_patterns.canonicalization
     } : !transform.any_op
     transform.yield
