@@ -132,22 +132,38 @@ pub fn register_width(extent: i64, target: i64, lanes: i64) -> i64 {
 /// inline stores in one block (12 s of instruction scheduling for one convolution's output).
 const FILL: &str = "linalg.fill";
 
-const TRANSPOSE: &str = "linalg.transpose";
+/// The op whose tiles [`transpose_blocks`] chooses.
+pub const TRANSPOSE: &str = "linalg.transpose";
 
-/// A transpose goes in square blocks of 16 x 16 over its last two loops (the others one at a
-/// time): each block is read as 16 rows, transposed in registers by shuffles and written as
-/// 16 rows, where a row of the output gathered its elements one by one (attention's kᵀ,
-/// 512 x 64: 20 us). Each side of a block is the largest power of two that divides its loop:
-/// blocks of another width are shuffled lane by lane (a 7 x 12 block of the GPT block's heads
-/// became vectors of 56 lanes and 56 element moves).
-fn transpose_blocks(loops: &Loops) -> Vec<i64> {
+/// A transpose goes in blocks of up to 16 x 16 over the two loops whose order it swaps: the
+/// output's innermost loop and the one that walks the input's innermost dimension
+/// (`permutation[i]` is the input dimension output loop `i` reads; the others go one at a
+/// time). Each block is read as rows of the input, transposed in registers by shuffles and
+/// written as rows of the output, where a row of the output gathered its elements one by one
+/// (attention's kᵀ, 512 x 64: 20 us); blocks over the last two loops whatever the
+/// permutation moved an NHWC output of 56 x 56 x 256 to NCHW at 0.6 GB/s. Each side of a
+/// block is the largest power of two that divides its loop: blocks of another width are
+/// shuffled lane by lane (a 7 x 12 block of the GPT block's heads became vectors of 56 lanes
+/// and 56 element moves). A permutation that keeps the innermost dimension copies blocks of
+/// 16 rows (its last two loops).
+pub fn transpose_blocks(loops: &Loops, permutation: &[i64]) -> Vec<i64> {
     let rank = loops.0.len();
+    let innermost = rank.saturating_sub(1);
+    let reads_input_rows = permutation
+        .iter()
+        .position(|&dimension| dimension == innermost as i64)
+        .unwrap_or(innermost);
     loops
         .0
         .iter()
         .enumerate()
         .map(|(i, &(extent, _))| {
-            if i + 2 >= rank {
+            let paired = if reads_input_rows == innermost {
+                innermost.saturating_sub(1)
+            } else {
+                reads_input_rows
+            };
+            if i == innermost || i == paired {
                 power_of_two_at_most(extent, 16)
             } else {
                 1
@@ -165,9 +181,6 @@ pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64], unit: VectorUnit)
     let (tile_rows, tile_columns) = unit.matmul_tile();
     if name == FILL {
         return vec![0; loops.0.len()];
-    }
-    if name == TRANSPOSE {
-        return transpose_blocks(loops);
     }
     let matmul = name == "linalg.matmul" || name == "linalg.batch_matmul";
     let windowed = name.starts_with(CONVOLUTION) || name.starts_with("linalg.pooling_nhwc");
@@ -246,9 +259,6 @@ pub fn choose(name: &str, loops: &Loops, l2_bytes: i64) -> Vec<i64> {
         && !name.starts_with("linalg.pooling_nhwc");
     if name == FILL {
         return vec![0; loops.0.len()];
-    }
-    if name == TRANSPOSE {
-        return transpose_blocks(loops);
     }
     if elementwise {
         let last = loops.0.len().saturating_sub(1);

@@ -12,8 +12,8 @@
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::{walk, WalkedOp};
 use crate::mlir::cpu::strategy::{
-    cache_order, choose, choose_vector, host_l2_bytes, register_order, VectorUnit, TILE_SIZES,
-    VECTOR_SIZES,
+    cache_order, choose, choose_vector, host_l2_bytes, register_order, transpose_blocks,
+    VectorUnit, TILE_SIZES, TRANSPOSE, VECTOR_SIZES,
 };
 use crate::mlir::pipeline::loop_nest::{loops, map_results, Loops, PARALLEL};
 use crate::mlir::pipeline::schedule::{
@@ -419,6 +419,14 @@ impl Stage for Tile {
                         .collect(),
                     None,
                 ),
+                None if name == TRANSPOSE => {
+                    let permutation = pinned("permutation").unwrap_or_default();
+                    let blocks = transpose_blocks(&op_loops, &permutation);
+                    (
+                        pinned(TILE_SIZES).unwrap_or_else(|| blocks.clone()),
+                        Some(pinned(VECTOR_SIZES).unwrap_or(blocks)),
+                    )
+                }
                 None => {
                     let cache =
                         pinned(TILE_SIZES).unwrap_or_else(|| choose(&name, &op_loops, l2_bytes));
