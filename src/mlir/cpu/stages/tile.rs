@@ -264,6 +264,18 @@ fn split_reductions(
     Ok(())
 }
 
+/// The position, among the loops tiling `loops` by `sizes` in `order` (outermost first, as
+/// `tile_using_for` returns them), of the first over a parallel dimension with more than one
+/// tile: the loop `tessera-parallelize` may split. A loop of one tile (NHWC's batch of 1)
+/// folds away with its mark; marking it left MobileNetV2's depthwise convolutions on one
+/// thread.
+fn parallel_loop(loops: &Loops, sizes: &[i64], order: &[usize]) -> Option<usize> {
+    order.iter().filter(|&&d| sizes[d] != 0).position(|&d| {
+        let (extent, reduction) = loops.0[d];
+        !reduction && sizes[d] < extent
+    })
+}
+
 /// The schedule of register group `count` (`%op{count}` its epilogue, its convolution and
 /// fill marked with the number): the epilogue tiled by the group's register tiles, the marked
 /// outermost loop over several tiles ([`PARALLEL`], as for a cache tile), the convolution then
@@ -285,14 +297,8 @@ fn group_schedule(count: usize, group: &RegisterGroup<'_>, epilogue: Option<&Loo
         list(&group.tile),
         handles(tiled + 1)
     );
-    let parallel = epilogue.and_then(|l| {
-        group
-            .tile
-            .iter()
-            .zip(&l.0)
-            .filter(|(&size, _)| size != 0)
-            .position(|(&size, &(extent, _))| size < extent)
-    });
+    let identity: Vec<usize> = (0..group.tile.len()).collect();
+    let parallel = epilogue.and_then(|l| parallel_loop(l, &group.tile, &identity));
     if let Some(position) = parallel {
         let _ = writeln!(
             text,
@@ -370,12 +376,12 @@ impl Stage for Tile {
         let l2_bytes = options
             .positive("l2", host_l2_bytes())
             .map_err(|e| stage_error(self.name(), e))? as i64;
-        let ctx_unit = melior::ir::Attribute::unit(ctx);
+        let marked = melior::ir::Attribute::unit(ctx);
         if forced.is_none() {
             walk(&module, |op| {
                 if let Some(group) = register_group(op, unit, l2_bytes) {
-                    group.convolution.set_attribute(GROUP_MEMBER, ctx_unit);
-                    group.fill.set_attribute(GROUP_MEMBER, ctx_unit);
+                    group.convolution.set_attribute(GROUP_MEMBER, marked);
+                    group.fill.set_attribute(GROUP_MEMBER, marked);
                 }
             });
         }
@@ -394,9 +400,9 @@ impl Stage for Tile {
                 group.convolution.set_attribute(GROUP_PRODUCER, number);
                 group.fill.set_attribute(GROUP_INIT, number);
                 for member in [op, &group.convolution, &group.fill] {
-                    member.set_attribute(VECTORIZE, ctx_unit);
+                    member.set_attribute(VECTORIZE, marked);
                 }
-                op.set_attribute(MARKER, ctx_unit);
+                op.set_attribute(MARKER, marked);
                 tiles.push_str(&group_schedule(count, &group, loops(op).as_ref()));
                 count += 1;
                 return;
@@ -482,14 +488,8 @@ impl Stage for Tile {
                     loops + 1
                 );
                 // The outermost cache tile loop over a parallel dimension that has more than
-                // one tile may run on several threads (tessera-parallelize decides); the loops
-                // come back outermost first. A loop of one tile (NHWC's batch of 1) folds away
-                // with its mark: marking it left MobileNetV2's depthwise convolutions on one
-                // thread.
-                let parallel = order.iter().filter(|&&d| sizes[d] != 0).position(|&d| {
-                    let (extent, reduction) = op_loops.0[d];
-                    !reduction && sizes[d] < extent
-                });
+                // one tile may run on several threads (tessera-parallelize decides).
+                let parallel = parallel_loop(&op_loops, sizes, order);
                 if let (0, Some(position)) = (level, parallel) {
                     let _ = writeln!(
                         tiles,
