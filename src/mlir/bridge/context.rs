@@ -34,6 +34,8 @@ extern "C" {
     fn tesseraRegisterConstantRowPaddingPass();
     /// Registers `tessera-pack-constant-panels` (src/mlir/cpu/cxx/constant_panel_packing.cpp).
     fn tesseraRegisterConstantPanelPackingPass();
+    /// Registers `tessera-tile-register-groups` (src/mlir/cpu/cxx/register_groups.cpp).
+    fn tesseraRegisterRegisterGroupsPass();
     /// Registers `tessera-form-gpu-kernels` (src/mlir/gpu/cxx/kernel_regions.cpp).
     fn tesseraRegisterFormGpuKernelsPass();
     /// Registers `tessera-promote-block-buffers` (src/mlir/gpu/cxx/block_buffers.cpp).
@@ -89,6 +91,7 @@ impl MlirContext {
                 tesseraRegisterSubsetHoistingPass();
                 tesseraRegisterConstantRowPaddingPass();
                 tesseraRegisterConstantPanelPackingPass();
+                tesseraRegisterRegisterGroupsPass();
                 tesseraRegisterFormGpuKernelsPass();
                 tesseraRegisterPromoteBlockBuffersPass();
                 tesseraRegisterMergeGpuModulesPass();

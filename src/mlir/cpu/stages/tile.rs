@@ -4,7 +4,8 @@
 //! to ops that have none; `sizes=` gives the cache sizes of every op and skips the register
 //! level; the strategy also orders each level's loops (`interchange`). Before that, long row
 //! reductions are split (`split_reduction`) so that they accumulate in vector lanes (see
-//! [`SPLIT_LANES`]); after it, the constant weights register tiles read a few columns at a
+//! [`SPLIT_LANES`]) and register groups (a convolution, its fill and its fused epilogue) are
+//! tiled as one ([`TILE_GROUPS`]); after it, the constant weights register tiles read a few columns at a
 //! time are packed in panels of those columns ([`PACK_PANELS`]), and those still read row by
 //! row whose rows alias in the L1 get padded rows ([`PAD_ROWS`]). Precondition: linalg on
 //! tensors.
@@ -60,11 +61,17 @@ pub const SPLIT_LANES: i64 = 64;
 /// Marks register tiles for `tessera-vectorize`.
 pub const VECTORIZE: &str = "tessera.vectorize";
 
-/// Marks the convolution and the fill of a register group (see [`RegisterGroup`]) so that they
-/// are not tiled on their own, and, with the group's number, so that its schedule matches them.
-const GROUP_MEMBER: &str = "tessera.register_group_member";
+/// Marks the ops of a register group (see [`RegisterGroup`]) for `tessera-tile-register-groups`
+/// ([`TILE_GROUPS`]), which tiles them together: the epilogue with its register tile sizes and
+/// the position of the loop to mark [`PARALLEL`], the convolution with the sizes of its
+/// reductions' tiles, the fill.
+const GROUP_EPILOGUE: &str = "tessera.register_group";
+const GROUP_PARALLEL: &str = "tessera.register_group_parallel";
 const GROUP_PRODUCER: &str = "tessera.register_group_producer";
 const GROUP_INIT: &str = "tessera.register_group_init";
+
+/// Tiles the register groups (src/mlir/cpu/cxx/register_groups.cpp).
+const TILE_GROUPS: &str = "tessera-tile-register-groups";
 
 /// The convolution whose register tiles go through its fused epilogue without leaving the
 /// registers: an elementwise op that `tessera-fuse` put in one `scf.forall` tile with the
@@ -146,6 +153,41 @@ fn register_group<'c>(
         tile,
         reduction,
     })
+}
+
+/// Marks every register group of `module` for [`TILE_GROUPS`] (and its three ops as register
+/// tiles for `tessera-vectorize`); returns how many there are.
+fn mark_register_groups(
+    module: &melior::ir::Module<'_>,
+    ctx: &melior::Context,
+    unit: VectorUnit,
+    l2_bytes: i64,
+) -> usize {
+    let marked = Attribute::unit(ctx);
+    let i64_type = IntegerType::new(ctx, 64).into();
+    let mut groups = 0;
+    walk(module, |op| {
+        let Some(group) = register_group(op, unit, l2_bytes) else {
+            return;
+        };
+        let identity: Vec<usize> = (0..group.tile.len()).collect();
+        if let Some(position) = loops(op).and_then(|l| parallel_loop(&l, &group.tile, &identity)) {
+            let position = IntegerAttribute::new(i64_type, position as i64);
+            op.set_attribute(GROUP_PARALLEL, position.into());
+        }
+        let tile = DenseI64ArrayAttribute::new(ctx, &group.tile);
+        op.set_attribute(GROUP_EPILOGUE, tile.into());
+        let reduction = DenseI64ArrayAttribute::new(ctx, &group.reduction);
+        group
+            .convolution
+            .set_attribute(GROUP_PRODUCER, reduction.into());
+        group.fill.set_attribute(GROUP_INIT, marked);
+        for member in [op, &group.convolution, &group.fill] {
+            member.set_attribute(VECTORIZE, marked);
+        }
+        groups += 1;
+    });
+    groups
 }
 
 /// Makes every indexing map of generic `op` (whose loops are `loops`) a projected
@@ -276,56 +318,6 @@ fn parallel_loop(loops: &Loops, sizes: &[i64], order: &[usize]) -> Option<usize>
     })
 }
 
-/// The schedule of register group `count` (`%op{count}` its epilogue, its convolution and
-/// fill marked with the number): the epilogue tiled by the group's register tiles, the marked
-/// outermost loop over several tiles ([`PARALLEL`], as for a cache tile), the convolution then
-/// the fill fused into those tiles, and the fused convolution's reductions tiled.
-fn group_schedule(count: usize, group: &RegisterGroup<'_>, epilogue: Option<&Loops>) -> String {
-    let any = "!transform.any_op";
-    let list = |sizes: &[i64]| {
-        sizes
-            .iter()
-            .map(i64::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let handles = |n: usize| vec![any; n].join(", ");
-    let tiled = group.tile.iter().filter(|&&s| s != 0).count();
-    let mut text = format!(
-        "    %t{count}_0:{} = transform.structured.tile_using_for %op{count} tile_sizes [{}] : ({any}) -> ({})\n",
-        tiled + 1,
-        list(&group.tile),
-        handles(tiled + 1)
-    );
-    let identity: Vec<usize> = (0..group.tile.len()).collect();
-    let parallel = epilogue.and_then(|l| parallel_loop(l, &group.tile, &identity));
-    if let Some(position) = parallel {
-        let _ = writeln!(
-            text,
-            "    transform.annotate %t{count}_0#{} \"{PARALLEL}\" : {any}",
-            position + 1
-        );
-    }
-    let _ = writeln!(
-        text,
-        "    %p{count} = transform.structured.match attributes {{{GROUP_PRODUCER} = {count} : i64}} in %root : ({any}) -> {any}
-    %pf{count}, %pl{count} = transform.structured.fuse_into_containing_op %p{count} into %t{count}_0#1 : ({any}, {any}) -> ({any}, {any})
-    %i{count} = transform.structured.match attributes {{{GROUP_INIT} = {count} : i64}} in %root : ({any}) -> {any}
-    %if{count}, %il{count} = transform.structured.fuse_into_containing_op %i{count} into %pl{count} : ({any}, {any}) -> ({any}, {any})"
-    );
-    let reduced = group.reduction.iter().filter(|&&s| s != 0).count();
-    if reduced > 0 {
-        let _ = writeln!(
-            text,
-            "    %k{count}:{} = transform.structured.tile_using_for %pf{count} tile_sizes [{}] : ({any}) -> ({})",
-            reduced + 1,
-            list(&group.reduction),
-            handles(reduced + 1)
-        );
-    }
-    text
-}
-
 impl Stage for Tile {
     fn name(&self) -> &'static str {
         "tessera-tile"
@@ -376,35 +368,13 @@ impl Stage for Tile {
         let l2_bytes = options
             .positive("l2", host_l2_bytes())
             .map_err(|e| stage_error(self.name(), e))? as i64;
-        let marked = melior::ir::Attribute::unit(ctx);
-        if forced.is_none() {
-            walk(&module, |op| {
-                if let Some(group) = register_group(op, unit, l2_bytes) {
-                    group.convolution.set_attribute(GROUP_MEMBER, marked);
-                    group.fill.set_attribute(GROUP_MEMBER, marked);
-                }
-            });
+        if forced.is_none() && mark_register_groups(&module, ctx, unit, l2_bytes) > 0 {
+            run_upstream(env, &mut module, TILE_GROUPS, self.name())?;
         }
-        let i64_type = IntegerType::new(ctx, 64).into();
         let mut count = 0;
         walk(&module, |op| {
-            if op.attribute(GROUP_MEMBER).is_some() {
-                return;
-            }
-            if let Some(group) = forced
-                .is_none()
-                .then(|| register_group(op, unit, l2_bytes))
-                .flatten()
-            {
-                let number: Attribute = IntegerAttribute::new(i64_type, count as i64).into();
-                group.convolution.set_attribute(GROUP_PRODUCER, number);
-                group.fill.set_attribute(GROUP_INIT, number);
-                for member in [op, &group.convolution, &group.fill] {
-                    member.set_attribute(VECTORIZE, marked);
-                }
-                op.set_attribute(MARKER, marked);
-                tiles.push_str(&group_schedule(count, &group, loops(op).as_ref()));
-                count += 1;
+            // The register groups' tiles, tiled already.
+            if op.attribute(VECTORIZE).is_some() {
                 return;
             }
             let Some(op_loops) = loops(op) else { return };
@@ -517,9 +487,7 @@ impl Stage for Tile {
             )?;
         }
         walk(&module, |op| {
-            for marker in [MARKER, GROUP_MEMBER, GROUP_PRODUCER, GROUP_INIT] {
-                op.remove_attribute(marker);
-            }
+            op.remove_attribute(MARKER);
         });
         if forced.is_none() {
             run_upstream(env, &mut module, PACK_PANELS, self.name())?;
