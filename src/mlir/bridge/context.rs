@@ -19,6 +19,9 @@ extern "C" {
     fn tesseraRegisterLoopsToParallelPass();
     /// Registers `tessera-fuse-epilogues` (src/mlir/pipeline/cxx/epilogue_fusion.cpp).
     fn tesseraRegisterEpilogueFusionPass();
+    /// Registers `tessera-collapse-reshaped-epilogues`
+    /// (src/mlir/pipeline/cxx/reshaped_epilogues.cpp).
+    fn tesseraRegisterReshapedEpiloguesPass();
     /// Registers `tessera-deallocate` (src/mlir/pipeline/cxx/deallocation.cpp).
     fn tesseraRegisterDeallocationPass();
     /// Registers `tessera-split-shared-tensors` (src/mlir/pipeline/cxx/shared_tensors.cpp).
@@ -84,6 +87,7 @@ impl MlirContext {
                 tesseraRegisterPolynomialApproximationPass();
                 tesseraRegisterLoopsToParallelPass();
                 tesseraRegisterEpilogueFusionPass();
+                tesseraRegisterReshapedEpiloguesPass();
                 tesseraRegisterDeallocationPass();
                 tesseraRegisterSharedTensorsPass();
                 tesseraRegisterPaddingInPlacePass();

@@ -58,6 +58,10 @@ const INIT: &str = "tessera.fuse_init";
 const ROW_ROOT: &str = "tessera.fuse_rows";
 const SIBLING: &str = "tessera.fuse_sibling";
 
+/// Rewrites the epilogues that read a contraction through an `expand_shape` to read it
+/// directly (src/mlir/pipeline/cxx/reshaped_epilogues.cpp), so that they fuse.
+const COLLAPSE_RESHAPED_EPILOGUES: &str = "tessera-collapse-reshaped-epilogues";
+
 /// The most rows a row tile holds.
 const ROW_TILE: i64 = 8;
 
@@ -105,6 +109,7 @@ impl Stage for Fuse {
         fused?;
         // Epilogues before cse: each matmul still has its own accumulator fill, which then
         // moves into the matmul's tiles instead of being shared (and copied) across them.
+        run_upstream(env, &mut module, COLLAPSE_RESHAPED_EPILOGUES, self.name())?;
         if mark_epilogues(env, &module, l2_bytes) {
             run_upstream(env, &mut module, "tessera-fuse-epilogues", self.name())?;
         }
