@@ -37,6 +37,17 @@ llvm::SmallVector<mlir::OpFoldResult> tileSizes(mlir::OpBuilder &builder,
   return result;
 }
 
+/// Whether `sizes` holds one non-negative tile size per loop of `op` (else an error on `op`:
+/// upstream's tiling reads past the loops of a longer list).
+bool fitsLoops(mlir::TilingInterface op, mlir::DenseI64ArrayAttr sizes, llvm::StringRef name) {
+  size_t loops = op.getLoopIteratorTypes().size();
+  if (sizes.size() == loops && llvm::all_of(sizes.asArrayRef(), [](int64_t s) { return s >= 0; }))
+    return true;
+  op->emitError() << name << " must hold " << loops
+                  << " non-negative tile sizes, one per loop, but holds " << sizes;
+  return false;
+}
+
 /// `op` with its results replaced by `replacements` and erased.
 void replace(mlir::RewriterBase &rewriter, mlir::Operation *op, mlir::ValueRange replacements) {
   for (auto [result, replacement] : llvm::zip(op->getResults(), replacements))
@@ -67,6 +78,8 @@ struct RegisterGroups : public mlir::PassWrapper<RegisterGroups, mlir::Operation
       epilogue->emitError("tessera.register_group must hold the tile sizes (array<i64: ...>)");
       return false;
     }
+    if (!fitsLoops(epilogue, sizes, kEpilogue))
+      return false;
     mlir::scf::SCFTilingOptions tiling;
     tiling.setTileSizes(tileSizes(rewriter, sizes));
     mlir::scf::SCFTileAndFuseOptions options;
@@ -118,6 +131,8 @@ struct RegisterGroups : public mlir::PassWrapper<RegisterGroups, mlir::Operation
       auto convolution = llvm::dyn_cast<mlir::TilingInterface>(op);
       if (!convolution || llvm::all_of(reduction.asArrayRef(), [](int64_t s) { return s == 0; }))
         continue;
+      if (!fitsLoops(convolution, reduction, kProducer))
+        return false;
       mlir::scf::SCFTilingOptions reductionTiling;
       reductionTiling.setTileSizes(tileSizes(rewriter, reduction));
       rewriter.setInsertionPoint(op);

@@ -51,6 +51,14 @@ struct EpilogueFusion : public mlir::PassWrapper<EpilogueFusion, mlir::Operation
         consumer->emitError("tessera.fuse_consumer must hold the tile sizes (array<i64: ...>)");
         return signalPassFailure();
       }
+      // Upstream's tiling reads past the loops of a longer list.
+      size_t loops = consumer.getLoopIteratorTypes().size();
+      if (sizes.size() != loops ||
+          llvm::any_of(sizes.asArrayRef(), [](int64_t s) { return s < 0; })) {
+        consumer->emitError() << "tessera.fuse_consumer must hold " << loops
+                              << " non-negative tile sizes, one per loop, but holds " << sizes;
+        return signalPassFailure();
+      }
       llvm::SmallVector<mlir::OpFoldResult> tileSizes;
       for (int64_t size : sizes.asArrayRef())
         tileSizes.push_back(rewriter.getIndexAttr(size));
