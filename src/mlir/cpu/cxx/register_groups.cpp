@@ -107,8 +107,8 @@ struct RegisterGroups : public mlir::PassWrapper<RegisterGroups, mlir::Operation
                                                                  : replacement->second);
     }
     replace(rewriter, epilogue, results);
-    // The slices of the originals that fusion replaced, then the originals (the convolution
-    // before its fill), which nothing reads any more.
+    // The slices of the originals that fusion replaced, then the originals, which nothing
+    // reads any more (the fill only once the convolution is gone, whatever their order).
     llvm::SmallVector<mlir::Operation *> deadSlices;
     if (!fused->loops.empty())
       fused->loops.front()->walk([&](mlir::tensor::ExtractSliceOp slice) {
@@ -117,9 +117,17 @@ struct RegisterGroups : public mlir::PassWrapper<RegisterGroups, mlir::Operation
       });
     for (mlir::Operation *slice : deadSlices)
       rewriter.eraseOp(slice);
-    for (mlir::Operation *producer : fused->fusedProducers)
-      if (producer->use_empty())
-        rewriter.eraseOp(producer);
+    llvm::SmallVector<mlir::Operation *> originals(fused->fusedProducers.begin(),
+                                                   fused->fusedProducers.end());
+    for (bool erased = true; erased;) {
+      erased = false;
+      for (mlir::Operation *&original : originals)
+        if (original && original->use_empty()) {
+          rewriter.eraseOp(original);
+          original = nullptr;
+          erased = true;
+        }
+    }
     for (mlir::Operation *op : fused->tiledAndFusedOps) {
       op->removeAttr(kEpilogue);
       op->removeAttr(kParallel);
