@@ -20,6 +20,8 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
 
+#include "../../pipeline/cxx/tile_sizes.h"
+
 namespace {
 
 constexpr llvm::StringLiteral kEpilogue = "tessera.register_group";
@@ -27,26 +29,6 @@ constexpr llvm::StringLiteral kParallel = "tessera.register_group_parallel";
 constexpr llvm::StringLiteral kProducer = "tessera.register_group_producer";
 constexpr llvm::StringLiteral kInit = "tessera.register_group_init";
 constexpr llvm::StringLiteral kParallelLoop = "tessera.parallel";
-
-/// `sizes` as the index attributes tiling options take.
-llvm::SmallVector<mlir::OpFoldResult> tileSizes(mlir::OpBuilder &builder,
-                                                mlir::DenseI64ArrayAttr sizes) {
-  llvm::SmallVector<mlir::OpFoldResult> result;
-  for (int64_t size : sizes.asArrayRef())
-    result.push_back(builder.getIndexAttr(size));
-  return result;
-}
-
-/// Whether `sizes` holds one non-negative tile size per loop of `op` (else an error on `op`:
-/// upstream's tiling reads past the loops of a longer list).
-bool fitsLoops(mlir::TilingInterface op, mlir::DenseI64ArrayAttr sizes, llvm::StringRef name) {
-  size_t loops = op.getLoopIteratorTypes().size();
-  if (sizes.size() == loops && llvm::all_of(sizes.asArrayRef(), [](int64_t s) { return s >= 0; }))
-    return true;
-  op->emitError() << name << " must hold " << loops
-                  << " non-negative tile sizes, one per loop, but holds " << sizes;
-  return false;
-}
 
 /// `op` with its results replaced by `replacements` and erased.
 void replace(mlir::RewriterBase &rewriter, mlir::Operation *op, mlir::ValueRange replacements) {
@@ -78,10 +60,10 @@ struct RegisterGroups : public mlir::PassWrapper<RegisterGroups, mlir::Operation
       epilogue->emitError("tessera.register_group must hold the tile sizes (array<i64: ...>)");
       return false;
     }
-    if (!fitsLoops(epilogue, sizes, kEpilogue))
+    if (!tessera::tileSizesFit(epilogue, sizes, kEpilogue))
       return false;
     mlir::scf::SCFTilingOptions tiling;
-    tiling.setTileSizes(tileSizes(rewriter, sizes));
+    tiling.setTileSizes(tessera::tileSizes(rewriter, sizes));
     mlir::scf::SCFTileAndFuseOptions options;
     options.setTilingOptions(tiling);
     options.setFusionControlFn([](mlir::tensor::ExtractSliceOp, mlir::OpResult producer, bool) {
@@ -139,10 +121,10 @@ struct RegisterGroups : public mlir::PassWrapper<RegisterGroups, mlir::Operation
       auto convolution = llvm::dyn_cast<mlir::TilingInterface>(op);
       if (!convolution || llvm::all_of(reduction.asArrayRef(), [](int64_t s) { return s == 0; }))
         continue;
-      if (!fitsLoops(convolution, reduction, kProducer))
+      if (!tessera::tileSizesFit(convolution, reduction, kProducer))
         return false;
       mlir::scf::SCFTilingOptions reductionTiling;
-      reductionTiling.setTileSizes(tileSizes(rewriter, reduction));
+      reductionTiling.setTileSizes(tessera::tileSizes(rewriter, reduction));
       rewriter.setInsertionPoint(op);
       mlir::FailureOr<mlir::scf::SCFTilingResult> tiled =
           mlir::scf::tileUsingSCF(rewriter, convolution, reductionTiling);

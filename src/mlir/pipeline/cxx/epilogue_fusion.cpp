@@ -17,6 +17,8 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
 
+#include "tile_sizes.h"
+
 namespace {
 
 constexpr llvm::StringLiteral kConsumer = "tessera.fuse_consumer";
@@ -51,19 +53,10 @@ struct EpilogueFusion : public mlir::PassWrapper<EpilogueFusion, mlir::Operation
         consumer->emitError("tessera.fuse_consumer must hold the tile sizes (array<i64: ...>)");
         return signalPassFailure();
       }
-      // Upstream's tiling reads past the loops of a longer list.
-      size_t loops = consumer.getLoopIteratorTypes().size();
-      if (sizes.size() != loops ||
-          llvm::any_of(sizes.asArrayRef(), [](int64_t s) { return s < 0; })) {
-        consumer->emitError() << "tessera.fuse_consumer must hold " << loops
-                              << " non-negative tile sizes, one per loop, but holds " << sizes;
+      if (!tessera::tileSizesFit(consumer, sizes, kConsumer))
         return signalPassFailure();
-      }
-      llvm::SmallVector<mlir::OpFoldResult> tileSizes;
-      for (int64_t size : sizes.asArrayRef())
-        tileSizes.push_back(rewriter.getIndexAttr(size));
       mlir::scf::SCFTilingOptions tiling;
-      tiling.setTileSizes(tileSizes);
+      tiling.setTileSizes(tessera::tileSizes(rewriter, sizes));
       tiling.setLoopType(mlir::scf::SCFTilingOptions::LoopType::ForallOp);
       mlir::scf::SCFTileAndFuseOptions options;
       options.setTilingOptions(tiling);
