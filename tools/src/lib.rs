@@ -6,6 +6,7 @@ pub mod conformance;
 pub mod import;
 pub mod model;
 pub mod opt;
+pub mod profile;
 pub mod run;
 
 use tessera::dialect::Registry;

@@ -5,6 +5,7 @@
 
 use crate::model::{load_model, Model};
 use crate::opt::TargetArg;
+use crate::profile::profile_report;
 use clap::Parser;
 use std::fmt::Write as _;
 use std::io::Write;
@@ -24,6 +25,7 @@ use tessera::mlir::cpu::compile::{compile, jit_options};
 use tessera::mlir::cpu::runtime::alloc_counter;
 use tessera::mlir::cpu::runtime::jit::Jit;
 use tessera::mlir::cpu::runtime::jit::PartKind;
+use tessera::mlir::cpu::runtime::kernel_profile;
 use tessera::mlir::cpu::runtime::memref::HostBuffer;
 use tessera::mlir::gpu::runtime::executable::GpuExecutable;
 use tessera::mlir::pipeline::runner::StepTime;
@@ -99,6 +101,12 @@ pub struct RunArgs {
     /// Print compile time per stage and the peak bytes allocated by the compiled code.
     #[arg(long)]
     pub stats: bool,
+    /// Time every kernel (each top-level loop nest of the CPU code, with the fills and copies
+    /// that prepare its operands) over the --repeat calls (10 when --repeat is not given) and
+    /// print where a call's time goes, the slowest kernel first, each named by the values it
+    /// computes and their place in the model. The marks cost well under a microsecond each.
+    #[arg(long)]
+    pub profile: bool,
     /// Verify the IR after every pass of every stage, as debug builds do (release builds
     /// verify what enters and leaves the pipeline, and trust tessera's stages in between;
     /// the fuzzers ask for this)
@@ -112,6 +120,13 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> ExitCode
         let _ = writeln!(
             err,
             "tessera-run: error: --threads does not apply to --target=cuda"
+        );
+        return ExitCode::from(2);
+    }
+    if args.target == TargetArg::Cuda && args.profile {
+        let _ = writeln!(
+            err,
+            "tessera-run: error: --profile times the CPU's kernels; it does not apply to --target=cuda"
         );
         return ExitCode::from(2);
     }
@@ -131,6 +146,9 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, err: &mut dyn Write) -> ExitCode
 /// How many times the reference's own movement under one-ulp input changes a difference may
 /// be and still pass: compiled code rounds about as often as the reference, in other places.
 const SENSITIVITY_MARGIN: f64 = 2.0;
+
+/// The calls `--profile` times when `--repeat` does not say.
+const PROFILED_CALLS: usize = 10;
 
 /// The run; `Ok(false)` when the comparison with the reference failed.
 fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
@@ -162,6 +180,11 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
     let target = args.target.target();
     let pipeline = Pipeline::preset_for(target, args.opt_level, !args.no_fusion, None)
         .with_threads(args.threads as usize);
+    let pipeline = if args.profile {
+        pipeline.with_kernel_profile()
+    } else {
+        pipeline
+    };
     let (mut compiled, steps) = Compiled::new(&context, &module, &file, &pipeline, &inputs)?;
     // Compiled code that crashes is miscompiled: say so, naming the function.
     let _running = Activity::enter(&format!("the compiled @{}", func.name), &path, None);
@@ -233,9 +256,14 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
     }
     let _ = writeln!(report, "compile: {}", ms(compile_time));
     let _ = writeln!(report, "first call: {}", ms(first_call));
-    if args.repeat > 0 {
-        let mut samples = Vec::with_capacity(args.repeat);
-        for _ in 0..args.repeat {
+    let repeat = match (args.repeat, args.profile) {
+        (0, true) => PROFILED_CALLS,
+        (repeat, _) => repeat,
+    };
+    kernel_profile::reset();
+    if repeat > 0 {
+        let mut samples = Vec::with_capacity(repeat);
+        for _ in 0..repeat {
             let start = Instant::now();
             compiled.call_again(&func.name, &inputs)?;
             samples.push(start.elapsed());
@@ -250,6 +278,10 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
             ms(pick(0.1)),
             ms(pick(0.9))
         );
+    }
+    if let (true, Compiled::Cpu { jit, .. }) = (args.profile, &compiled) {
+        let kernels = kernel_profile::take();
+        report.push_str(&profile_report(&kernels, jit.kernel_labels(), repeat));
     }
     if args.stats {
         for step in &steps {

@@ -33,6 +33,8 @@ extern "C" {
     fn tesseraRegisterKernelOperandsPass();
     /// Registers `tessera-hoist-loop-invariant-subsets` (src/mlir/cpu/cxx/subset_hoisting.cpp).
     fn tesseraRegisterSubsetHoistingPass();
+    /// Registers `tessera-profile-kernels` (src/mlir/cpu/cxx/kernel_profile.cpp).
+    fn tesseraRegisterKernelProfilePass();
     /// Registers `tessera-pad-constant-rows` (src/mlir/cpu/cxx/constant_row_padding.cpp).
     fn tesseraRegisterConstantRowPaddingPass();
     /// Registers `tessera-pack-constant-panels` (src/mlir/cpu/cxx/constant_panel_packing.cpp).
@@ -93,6 +95,7 @@ impl MlirContext {
                 tesseraRegisterPaddingInPlacePass();
                 tesseraRegisterKernelOperandsPass();
                 tesseraRegisterSubsetHoistingPass();
+                tesseraRegisterKernelProfilePass();
                 tesseraRegisterConstantRowPaddingPass();
                 tesseraRegisterConstantPanelPackingPass();
                 tesseraRegisterRegisterGroupsPass();

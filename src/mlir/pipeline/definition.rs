@@ -123,6 +123,21 @@ impl Pipeline {
         self
     }
 
+    /// The pipeline with every kernel timed (`tessera-profile-kernels`, right after
+    /// bufferization, before threads): see `kernel_profile` in the CPU runtime. Unchanged
+    /// when it does not bufferize.
+    pub fn with_kernel_profile(mut self) -> Pipeline {
+        if let Some(at) = self
+            .elements
+            .iter()
+            .position(|e| e.name() == "tessera-bufferize")
+        {
+            let profile = Element::Upstream("tessera-profile-kernels".to_string());
+            self.elements.insert(at + 1, profile);
+        }
+        self
+    }
+
     /// Whether a step of the pipeline is the stage `name`.
     pub fn has_stage(&self, name: &str) -> bool {
         self.elements

@@ -10,10 +10,11 @@ use crate::mlir::bridge::walk::walk;
 use crate::mlir::cpu::runtime::alloc_counter::{mlir_aligned_alloc, mlir_alloc, mlir_free};
 use crate::mlir::cpu::runtime::async_runtime;
 use crate::mlir::cpu::runtime::bf16_conversions::{trunc_f32_to_bf16, trunc_f64_to_bf16};
+use crate::mlir::cpu::runtime::kernel_profile;
 use crate::mlir::cpu::runtime::memref::HostBuffer;
 use crate::mlir::cpu::runtime::memref_copy::memref_copy;
 use crate::types::TensorType;
-use melior::ir::attribute::IntegerAttribute;
+use melior::ir::attribute::{IntegerAttribute, StringAttribute};
 use mlir_sys::MlirOperation;
 use std::ffi::{c_char, CStr, CString};
 use std::time::{Duration, Instant};
@@ -143,7 +144,8 @@ fn take_message(message: *mut c_char) -> String {
 }
 
 /// The functions compiled code calls that tessera provides: the counting allocator,
-/// `memrefCopy`, compiler-rt's bf16 truncations, the async runtime.
+/// `memrefCopy`, compiler-rt's bf16 truncations, the async runtime, the kernel profile's
+/// clock.
 fn runtime_symbols() -> Vec<(CString, *mut ())> {
     let mut symbols: Vec<(&str, *mut ())> = vec![
         ("memrefCopy", memref_copy as *mut ()),
@@ -157,6 +159,7 @@ fn runtime_symbols() -> Vec<(CString, *mut ())> {
         ("_mlir_memref_to_llvm_free", mlir_free as *mut ()),
     ];
     symbols.extend(async_runtime::symbols());
+    symbols.extend(kernel_profile::symbols());
     symbols
         .into_iter()
         .map(|(name, address)| {
@@ -237,10 +240,31 @@ pub struct Jit {
     phases: [Duration; 3],
     /// The parts LLVM compiled the module in.
     parts: Vec<LlvmPart>,
+    /// What each kernel `tessera-profile-kernels` timed computes, by index (empty when the
+    /// module was not profiled).
+    kernel_labels: Vec<String>,
 }
 
 /// The module attribute `tessera-parallelize` records its thread count in.
 pub const THREADS_ATTRIBUTE: &str = "tessera.threads";
+
+/// The module attribute `tessera-profile-kernels` records its kernels' labels in
+/// (src/mlir/cpu/cxx/kernel_profile.cpp).
+pub const KERNEL_PROFILE_ATTRIBUTE: &str = "tessera.kernel_profile";
+
+/// The labels of `llvm_module`'s profiled kernels, by index (none when it is not profiled):
+/// one string attribute, a line per label (melior 0.22 takes no array attribute apart: its
+/// `ArrayAttribute::try_from` checks for a dense i64 array).
+fn kernel_labels(llvm_module: &melior::ir::Module<'_>) -> Vec<String> {
+    llvm_module
+        .as_operation()
+        .attribute(KERNEL_PROFILE_ATTRIBUTE)
+        .ok()
+        .and_then(|a| StringAttribute::try_from(a).ok())
+        .map_or_else(Vec::new, |labels| {
+            labels.value().lines().map(str::to_string).collect()
+        })
+}
 
 impl Jit {
     /// Compiles `llvm_module` (fully in the LLVM dialect) whose functions have `signatures`,
@@ -252,6 +276,7 @@ impl Jit {
         signatures: Vec<Signature>,
         options: LlvmOptions,
     ) -> Option<Jit> {
+        let kernel_labels = kernel_labels(llvm_module);
         let symbols = runtime_symbols();
         let table: Vec<BackendSymbol> = symbols
             .iter()
@@ -299,6 +324,7 @@ impl Jit {
             threads: 1,
             phases: phases.map(|ms| Duration::from_secs_f64(ms / 1000.0)),
             parts: parts.into_iter().take(part_count).collect(),
+            kernel_labels,
         };
         // Linking is lazy: looking every entry point up now makes compile time include it
         // (as code generation's), and the first call only a call.
@@ -347,6 +373,13 @@ impl Jit {
     /// The threads a call runs on.
     pub fn threads(&self) -> usize {
         self.threads
+    }
+
+    /// What each kernel computes, by the index its profile
+    /// ([`kernel_profile::take`]) has it at; empty unless the pipeline ran
+    /// `tessera-profile-kernels`.
+    pub fn kernel_labels(&self) -> &[String] {
+        &self.kernel_labels
     }
 
     /// The signature of function `name`.
