@@ -1,6 +1,7 @@
 //! `tessera-run --profile`'s report: where a call's time goes, kernel by kernel, the slowest
 //! first, from the marks `tessera-profile-kernels` put after each kernel.
 
+use crate::run::ms;
 use std::fmt::Write as _;
 use std::time::Duration;
 use tessera::mlir::cpu::runtime::kernel_profile::KernelTime;
@@ -63,11 +64,6 @@ fn runs_per_call(runs: u64, calls: u32) -> String {
     } else {
         format!("{:.2}", runs as f64 / f64::from(calls))
     }
-}
-
-/// A duration in milliseconds, three decimals.
-fn ms(d: Duration) -> String {
-    format!("{:.3} ms", d.as_secs_f64() * 1e3)
 }
 
 #[cfg(test)]

@@ -581,6 +581,7 @@ fn summary(tensor: &Tensor) -> String {
     )
 }
 
-fn ms(d: Duration) -> String {
+/// A duration in milliseconds, three decimals, as tessera-run prints every time.
+pub(crate) fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1e3)
 }
