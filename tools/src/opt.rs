@@ -580,6 +580,7 @@ fn chosen_pipeline(args: &OptArgs) -> Result<Option<Pipeline>, PipelineChoiceErr
         let l2 = NAMED_TARGET_L2_BYTES.to_string();
         pipeline.set_option("tessera-tile", "l2", &l2);
         pipeline.set_option("tessera-fuse", "l2", &l2);
+        pipeline.set_option("tessera-lower-to-llvm", "l2", &l2);
     }
     Ok(Some(pipeline))
 }

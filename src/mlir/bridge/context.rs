@@ -41,6 +41,8 @@ extern "C" {
     fn tesseraRegisterConstantPanelPackingPass();
     /// Registers `tessera-tile-register-groups` (src/mlir/cpu/cxx/register_groups.cpp).
     fn tesseraRegisterRegisterGroupsPass();
+    /// Registers `tessera-prefetch-next-tiles` (src/mlir/cpu/cxx/next_tile_prefetch.cpp).
+    fn tesseraRegisterPrefetchNextTilesPass();
     /// Registers `tessera-form-gpu-kernels` (src/mlir/gpu/cxx/kernel_regions.cpp).
     fn tesseraRegisterFormGpuKernelsPass();
     /// Registers `tessera-promote-block-buffers` (src/mlir/gpu/cxx/block_buffers.cpp).
@@ -99,6 +101,7 @@ impl MlirContext {
                 tesseraRegisterConstantRowPaddingPass();
                 tesseraRegisterConstantPanelPackingPass();
                 tesseraRegisterRegisterGroupsPass();
+                tesseraRegisterPrefetchNextTilesPass();
                 tesseraRegisterFormGpuKernelsPass();
                 tesseraRegisterPromoteBlockBuffersPass();
                 tesseraRegisterMergeGpuModulesPass();

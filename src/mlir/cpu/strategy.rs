@@ -423,6 +423,19 @@ pub fn host_l2_bytes() -> u64 {
         .unwrap_or(NAMED_TARGET_L2_BYTES)
 }
 
+/// The least size of an operand (not a constant) that register tiles of matmuls and
+/// convolutions prefetch a tile ahead (`tessera-prefetch-next-tiles`): half the L2
+/// (`l2_bytes`), beyond which it does not stay there beside the kernel's other operands and
+/// comes from the L3 or memory. A register tile walks such an operand as several streams at
+/// once (a 1x1 convolution's seven pixels of 1 KB, four to a page), which the hardware's
+/// stream prefetcher, one stream per page, follows badly: ResNet-50's 1x1 convolutions over
+/// 56 x 56 x 256 (3.2 MB, a 2 MiB L2) took 0.85-0.95 ms in the model, 0.58 prefetched. Smaller
+/// operands stay in the L2, and prefetching them cost 3-5% (its address arithmetic in the
+/// accumulation loop): 14 x 14 x 1024 (0.8 MB) got slower.
+pub fn prefetch_min_bytes(l2_bytes: i64) -> i64 {
+    l2_bytes / 2
+}
+
 /// The elements of B a matmul's K block may span (K block x N tile): 256 x 64 floats, 64 KB,
 /// stay in L2 while the M tile streams past them.
 const B_PANEL: i64 = 256 * 64;

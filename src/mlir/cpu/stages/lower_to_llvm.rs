@@ -4,12 +4,14 @@
 //! arithmetic, which vectorizes (`math=libm` calls libm instead, one lane at a time); vector
 //! sums may be reassociated into tree reductions. Code is generated for the host CPU unless
 //! `cpu=` and `features=` name another (set on every function, which LLVM's code generator
-//! honours). Async tasks (`tessera-parallelize`) become coroutines that call the async
+//! honours). Operands of register tiles too large for the L2 are prefetched a tile ahead
+//! (`l2=`). Async tasks (`tessera-parallelize`) become coroutines that call the async
 //! runtime. Precondition: bufferized MLIR.
 
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::walk;
 use crate::mlir::cpu::outline::outline_kernels;
+use crate::mlir::cpu::strategy::{host_l2_bytes, prefetch_min_bytes};
 use crate::mlir::pipeline::stages::{
     expect_mlir, run_upstream, stage_error, OptionKind, Program, Stage, StageEnv, StageOption,
     StageOptions,
@@ -28,6 +30,11 @@ pub struct LowerToLlvm;
 const LOOPS: &str = "scf-forall-to-for,convert-linalg-to-loops";
 const STRUCTURE: &str =
     "func.func(convert-vector-to-scf{full-unroll},expand-strided-metadata,lower-affine)";
+
+/// Prefetches, while a register tile accumulates, what the next one reads from operands too
+/// large for the cache (src/mlir/cpu/cxx/next_tile_prefetch.cpp); the size is the strategy's
+/// ([`prefetch_min_bytes`]).
+const PREFETCH: &str = "tessera-prefetch-next-tiles";
 
 /// The passes that lower async tasks (from `tessera-parallelize`) to coroutines calling the
 /// async runtime (src/mlir/cpu/runtime/async_runtime.rs), with reference counting; run only on modules
@@ -72,6 +79,7 @@ impl Stage for LowerToLlvm {
         &[
             StageOption { name: "cpu", doc: "the CPU to generate code for (an LLVM CPU name such as haswell); default: the host", kind: OptionKind::Cpu },
             StageOption { name: "features", doc: "CPU features, LLVM style (+avx2,+fma,-avx512f); default: the named CPU's own, else the host's", kind: OptionKind::Features },
+            StageOption { name: "l2", doc: "bytes of L2 cache per core; operands that do not fit are prefetched a register tile ahead; default: the host's", kind: OptionKind::Positive },
             StageOption { name: "math", doc: "approximate (default: f32 tanh, erf, exp, log, ... as polynomials, which vectorize) or libm (calls, one lane at a time)", kind: OptionKind::OneOf(&["approximate", "libm"]) },
         ]
     }
@@ -110,9 +118,13 @@ impl Stage for LowerToLlvm {
         let math = options
             .choice("math", &["approximate", "libm"])
             .map_err(|e| stage_error(self.name(), e))?;
+        let l2_bytes = options
+            .positive("l2", host_l2_bytes())
+            .map_err(|e| stage_error(self.name(), e))? as i64;
+        let prefetch = format!("{PREFETCH}{{min-bytes={}}}", prefetch_min_bytes(l2_bytes));
         let mut passes = match math {
-            Some("libm") => format!("{STRUCTURE},{REST}"),
-            _ => format!("{STRUCTURE},{APPROXIMATE},{REST}"),
+            Some("libm") => format!("{prefetch},{STRUCTURE},{REST}"),
+            _ => format!("{prefetch},{STRUCTURE},{APPROXIMATE},{REST}"),
         };
         if has_bf16(&module) {
             passes = passes.replacen(

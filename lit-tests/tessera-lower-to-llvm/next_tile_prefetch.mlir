@@ -1,0 +1,70 @@
+// RUN: tessera-opt %s --pass-pipeline='builtin.module(tessera-prefetch-next-tiles{min-bytes=16384},cse)' | FileCheck %s
+// RUN: tessera-opt %s --pass-pipeline='builtin.module(tessera-prefetch-next-tiles{min-bytes=16384})' | mlir-opt > /dev/null
+// RUN: tessera-opt %s --pass-pipeline='builtin.module(tessera-prefetch-next-tiles{min-bytes=1048576})' | FileCheck %s --check-prefix=SMALL
+
+// A register tile of 4 pixels by 32 channels of a 1x1 convolution (pixels %ow.. of row %oh,
+// input channels %c stepped by one) with a residual added in its epilogue. The next tile is
+// 4 pixels further along the row, or the next row's first where the row ends (the last
+// wraps around to the first).
+// CHECK-LABEL: func.func @conv
+// CHECK: scf.for %[[OH:.*]] = %[[C0:.*]] to %[[C8:.*]] step %[[C1:.*]] {
+// CHECK-NEXT: scf.for %[[OW:.*]] = %[[C0]] to %[[C16:.*]] step %[[C4:.*]] {
+// CHECK-NEXT: %[[OW_ON:.*]] = arith.addi %[[OW]], %[[C4]] : index
+// CHECK-NEXT: %[[ROW_ENDS:.*]] = arith.cmpi sge, %[[OW_ON]], %[[C16]] : index
+// CHECK-NEXT: %[[NEXT_OW:.*]] = arith.select %[[ROW_ENDS]], %[[C0]], %[[OW_ON]] : index
+// CHECK-NEXT: %[[OH_ON:.*]] = arith.addi %[[OH]], %[[C1]] : index
+// CHECK-NEXT: %[[LAST_ROW:.*]] = arith.cmpi sge, %[[OH_ON]], %[[C8]] : index
+// CHECK-NEXT: %[[OH_WRAPPED:.*]] = arith.select %[[LAST_ROW]], %[[C0]], %[[OH_ON]] : index
+// CHECK-NEXT: %[[NEXT_OH:.*]] = arith.select %[[ROW_ENDS]], %[[OH_WRAPPED]], %[[OH]] : index
+// The epilogue's residual: the next tile's 4 rows of two lines each, before the accumulation.
+// CHECK: memref.prefetch %arg1[%[[C0]], %[[NEXT_OH]], %[[NEXT_OW]], %[[C0]]], read, locality<3>, data
+// CHECK-NEXT: memref.prefetch %arg1[%[[C0]], %[[NEXT_OH]], %[[NEXT_OW]], %[[C16]]], read
+// CHECK-NEXT: %[[OW1:.*]] = arith.addi %[[NEXT_OW]], %[[C1]] : index
+// CHECK-NEXT: memref.prefetch %arg1[%[[C0]], %[[NEXT_OH]], %[[OW1]], %[[C0]]], read
+// CHECK-COUNT-5: memref.prefetch %arg1
+// The input: the next tile's 4 x 64 block, 4 elements further at each step.
+// CHECK: scf.for %[[C:.*]] = %[[C0]] to %[[C64:.*]] step %[[C1]] iter_args
+// CHECK-NEXT: %[[ELEMENT:.*]] = arith.muli %[[C]], %[[C4]] : index
+// CHECK-NEXT: %[[ROW:.*]] = arith.divui %[[ELEMENT]], %[[C64]] : index
+// CHECK-NEXT: %[[COLUMN:.*]] = arith.remui %[[ELEMENT]], %[[C64]] : index
+// CHECK-NEXT: %[[PIXEL:.*]] = arith.addi %[[NEXT_OW]], %[[ROW]] : index
+// CHECK-NEXT: memref.prefetch %arg0[%[[C0]], %[[NEXT_OH]], %[[PIXEL]], %[[COLUMN]]], read, locality<3>, data : memref<1x8x16x64xf32>
+// CHECK-NEXT: vector.transfer_read %arg0[%[[C0]], %[[OH]], %[[OW]], %[[C]]]
+// Constants and buffers under min-bytes (4 KB here) are not prefetched.
+// CHECK-NOT: memref.prefetch
+// CHECK: return
+
+// With min-bytes at 1 MiB, nothing is.
+// SMALL-LABEL: func.func @conv
+// SMALL-NOT: memref.prefetch
+// SMALL: return
+
+memref.global "private" constant @weights : memref<64x32xf32> = dense<1.0>
+func.func @conv(%in: memref<1x8x16x64xf32>, %res: memref<1x8x16x32xf32>, %small: memref<1x8x16x8xf32>, %out: memref<1x8x16x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  %init = arith.constant dense<0.0> : vector<4x32xf32>
+  %w = memref.get_global @weights : memref<64x32xf32>
+  scf.for %oh = %c0 to %c8 step %c1 {
+    scf.for %ow = %c0 to %c16 step %c4 {
+      %acc = scf.for %c = %c0 to %c64 step %c1 iter_args(%a = %init) -> (vector<4x32xf32>) {
+        %column = vector.transfer_read %in[%c0, %oh, %ow, %c], %zero {in_bounds = [true, true]} : memref<1x8x16x64xf32>, vector<4x1xf32>
+        %filter = vector.transfer_read %w[%c, %c0], %zero {in_bounds = [true]} : memref<64x32xf32>, vector<32xf32>
+        %pixels = vector.transpose %column, [1, 0] : vector<4x1xf32> to vector<1x4xf32>
+        %lanes = vector.extract %pixels[0] : vector<4xf32> from vector<1x4xf32>
+        %outer = vector.outerproduct %lanes, %filter, %a : vector<4xf32>, vector<32xf32>
+        scf.yield %outer : vector<4x32xf32>
+      }
+      %bias = vector.transfer_read %small[%c0, %oh, %ow, %c0], %zero {in_bounds = [true, true]} : memref<1x8x16x8xf32>, vector<4x8xf32>
+      %residual = vector.transfer_read %res[%c0, %oh, %ow, %c0], %zero {in_bounds = [true, true]} : memref<1x8x16x32xf32>, vector<4x32xf32>
+      %sum = arith.addf %acc, %residual : vector<4x32xf32>
+      vector.transfer_write %sum, %out[%c0, %oh, %ow, %c0] {in_bounds = [true, true]} : vector<4x32xf32>, memref<1x8x16x32xf32>
+    }
+  }
+  return
+}

@@ -1,0 +1,281 @@
+//! `tessera-prefetch-next-tiles`: while a register tile of a matmul or convolution
+//! accumulates, prefetches what the next register tile will read from operands too large to
+//! stay in the cache (`min-bytes` and more, constants excepted): the next block of the
+//! column the accumulation loop walks at its induction variable (a convolution's pixels by
+//! input channels), spread over the loop's steps, one prefetch per step; and the lines of
+//! the next tile the epilogue reads (a residual added to the output). The hardware's stream
+//! prefetcher follows one stream per page, and a register tile walks several at once (seven
+//! pixels of 1 KB each, four to a page, a float from each per step): ResNet-50's 1x1
+//! convolutions over 56 x 56 x 256 waited on memory for a third of their time. The next
+//! tile is the one the enclosing `scf.for` loops run next (the innermost loop the reads'
+//! indices depend on advanced by its step, carrying into the loops outside it), its indices
+//! computed once per tile, before the accumulation loop; only unmasked in-bounds reads
+//! qualify, so those indices are an iteration's the loops run, within the buffer. Runs on bufferized, vectorized
+//! MLIR, before vector transfers are lowered. Registered with MLIR from here (the FFI
+//! boundary; called from `src/mlir/bridge/context.rs`).
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassRegistry.h"
+
+namespace {
+
+/// The bytes of a cache line.
+constexpr int64_t kLineBytes = 64;
+
+/// The most prefetches issued for one tile of an epilogue read.
+constexpr int64_t kMaxTilePrefetches = 64;
+
+/// Whether `loop` accumulates a register tile: it carries a vector.
+bool accumulates(mlir::scf::ForOp loop) {
+  return llvm::any_of(loop.getRegionIterArgs(), [](mlir::BlockArgument argument) {
+    return mlir::isa<mlir::VectorType>(argument.getType());
+  });
+}
+
+/// The buffer `value` views (through subviews, casts and reshapes).
+mlir::Value rootBuffer(mlir::Value value) {
+  while (mlir::Operation *op = value.getDefiningOp()) {
+    if (auto view = mlir::dyn_cast<mlir::ViewLikeOpInterface>(op))
+      value = view.getViewSource();
+    else
+      break;
+  }
+  return value;
+}
+
+/// Whether `source` is a non-constant buffer of at least `minBytes` bytes, all of them known.
+bool streamed(mlir::Value source, int64_t minBytes) {
+  mlir::Value root = rootBuffer(source);
+  if (root.getDefiningOp<mlir::memref::GetGlobalOp>())
+    return false;
+  auto type = mlir::dyn_cast<mlir::MemRefType>(root.getType());
+  if (!type || !type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+    return false;
+  int64_t bits = type.getElementType().getIntOrFloatBitWidth();
+  return type.getNumElements() * bits / 8 >= minBytes;
+}
+
+/// The indices of the next tile, built before `at`: `indices` with the induction variables
+/// of the `scf.for` loops around `at` they depend on advanced to the loops' next iteration
+/// (the innermost by its step; an outer one only where every loop inside it wraps around to
+/// its lower bound). The ops between those loops and `indices` are cloned with the advanced
+/// variables; fails where one has effects or regions, or where no enclosing loop is read.
+mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+nextTileIndices(mlir::OpBuilder &builder, mlir::Operation *at, mlir::ValueRange indices,
+                mlir::Value excluded) {
+  llvm::SmallVector<mlir::scf::ForOp> loops;
+  for (mlir::Operation *parent = at->getParentOp(); auto loop = mlir::dyn_cast_or_null<mlir::scf::ForOp>(parent);
+       parent = parent->getParentOp())
+    loops.push_back(loop);
+  // The ops (inside the outermost loop) each index is computed by, and the loops it reads.
+  llvm::SetVector<mlir::Operation *> slice;
+  llvm::DenseSet<mlir::Value> read;
+  llvm::SmallVector<mlir::Value> work(indices.begin(), indices.end());
+  while (!work.empty()) {
+    mlir::Value value = work.pop_back_val();
+    if (value == excluded)
+      continue;
+    if (auto argument = mlir::dyn_cast<mlir::BlockArgument>(value)) {
+      // Only the loops around `at` may be read, not a value that varies inside it.
+      bool enclosing = llvm::any_of(
+          loops, [&](mlir::scf::ForOp loop) { return loop.getInductionVar() == argument; });
+      if (!enclosing && !loops.empty() &&
+          loops.back()->isAncestor(argument.getOwner()->getParentOp()))
+        return mlir::failure();
+      read.insert(argument);
+      continue;
+    }
+    mlir::Operation *op = value.getDefiningOp();
+    if (loops.empty() || !loops.back()->isProperAncestor(op) || slice.contains(op))
+      continue;
+    if (!mlir::isPure(op) || op->getNumRegions() != 0)
+      return mlir::failure();
+    slice.insert(op);
+    work.append(op->getOperands().begin(), op->getOperands().end());
+  }
+  mlir::Location loc = at->getLoc();
+  builder.setInsertionPoint(at);
+  mlir::IRMapping next;
+  mlir::Value carry;
+  for (mlir::scf::ForOp loop : loops) {
+    mlir::Value iv = loop.getInductionVar();
+    if (!read.contains(iv))
+      continue;
+    mlir::Value advanced = builder.createOrFold<mlir::arith::AddIOp>(loc, iv, loop.getStep());
+    mlir::Value wraps = builder.create<mlir::arith::CmpIOp>(
+        loc, mlir::arith::CmpIPredicate::sge, advanced, loop.getUpperBound());
+    mlir::Value stepped =
+        builder.create<mlir::arith::SelectOp>(loc, wraps, loop.getLowerBound(), advanced);
+    if (carry) {
+      next.map(iv, builder.create<mlir::arith::SelectOp>(loc, carry, stepped, iv));
+      carry = builder.create<mlir::arith::AndIOp>(loc, carry, wraps);
+    } else {
+      next.map(iv, stepped);
+      carry = wraps;
+    }
+  }
+  if (!carry)
+    return mlir::failure();
+  // The slice in program order, so that each op's operands are cloned before it.
+  llvm::SmallVector<mlir::Operation *> ordered;
+  loops.back()->walk<mlir::WalkOrder::PreOrder>([&](mlir::Operation *op) {
+    if (slice.contains(op))
+      ordered.push_back(op);
+  });
+  for (mlir::Operation *op : ordered)
+    builder.clone(*op, next);
+  llvm::SmallVector<mlir::Value> result;
+  for (mlir::Value index : indices)
+    result.push_back(index == excluded ? index : next.lookupOrDefault(index));
+  return result;
+}
+
+struct PrefetchNextTiles
+    : public mlir::PassWrapper<PrefetchNextTiles, mlir::OperationPass<>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(PrefetchNextTiles)
+
+  PrefetchNextTiles() = default;
+  PrefetchNextTiles(const PrefetchNextTiles &other) : PassWrapper(other) {}
+
+  llvm::StringRef getArgument() const final { return "tessera-prefetch-next-tiles"; }
+
+  llvm::StringRef getDescription() const final {
+    return "While a register tile accumulates, prefetch what the next one reads from operands "
+           "of min-bytes or more (not constants): the next block of the column the "
+           "accumulation loop walks, one prefetch per step, and the lines its epilogue reads";
+  }
+
+  Option<int64_t> minBytes{*this, "min-bytes",
+                           llvm::cl::desc("the least size of an operand worth prefetching"),
+                           llvm::cl::init(1 << 20)};
+
+  void getDependentDialects(mlir::DialectRegistry &registry) const override {
+    registry.insert<mlir::memref::MemRefDialect, mlir::arith::ArithDialect>();
+  }
+
+  /// A read of `[rows x 1]` elements per step at the induction variable of `loop` (the
+  /// accumulation over its constant range): prefetches the next tile's `rows x range` block,
+  /// row by row, `rows` elements further at each step (every line of it, where `rows`
+  /// elements take at most a line).
+  void prefetchColumn(mlir::vector::TransferReadOp read, mlir::scf::ForOp loop) {
+    auto lower = mlir::getConstantIntValue(loop.getLowerBound());
+    auto upper = mlir::getConstantIntValue(loop.getUpperBound());
+    if (!lower || !upper || *upper <= *lower)
+      return;
+    int64_t rows = read.getVectorType().getShape()[0];
+    int64_t bits = read.getVectorType().getElementType().getIntOrFloatBitWidth();
+    if (rows * bits / 8 > kLineBytes)
+      return;
+    mlir::OpBuilder builder(loop);
+    auto next = nextTileIndices(builder, loop, read.getIndices(), loop.getInductionVar());
+    if (mlir::failed(next))
+      return;
+    mlir::Location loc = read.getLoc();
+    builder.setInsertionPoint(read);
+    auto constant = [&](int64_t value) -> mlir::Value {
+      return builder.create<mlir::arith::ConstantIndexOp>(loc, value);
+    };
+    mlir::Value step = builder.createOrFold<mlir::arith::SubIOp>(loc, loop.getInductionVar(),
+                                                           constant(*lower));
+    mlir::Value element = builder.createOrFold<mlir::arith::MulIOp>(loc, step, constant(rows));
+    mlir::Value range = constant(*upper - *lower);
+    mlir::Value row = builder.createOrFold<mlir::arith::DivUIOp>(loc, element, range);
+    mlir::Value column = builder.createOrFold<mlir::arith::RemUIOp>(loc, element, range);
+    llvm::SmallVector<mlir::Value> at = *next;
+    size_t rank = at.size();
+    at[rank - 2] = builder.createOrFold<mlir::arith::AddIOp>(loc, at[rank - 2], row);
+    at[rank - 1] = builder.createOrFold<mlir::arith::AddIOp>(loc, column, constant(*lower));
+    builder.create<mlir::memref::PrefetchOp>(loc, read.getSource(), at, /*isWrite=*/false,
+                                             /*localityHint=*/3, /*isDataCache=*/true);
+  }
+
+  /// A read of a whole tile after `loop` (an epilogue's): prefetches every line of the next
+  /// tile's, before `loop`.
+  void prefetchTile(mlir::vector::TransferReadOp read, mlir::scf::ForOp loop) {
+    auto shape = read.getVectorType().getShape();
+    int64_t bits = read.getVectorType().getElementType().getIntOrFloatBitWidth();
+    int64_t lineElements = kLineBytes * 8 / bits;
+    int64_t rowLines = (shape.back() + lineElements - 1) / lineElements;
+    int64_t rows = 1;
+    for (int64_t extent : shape.drop_back())
+      rows *= extent;
+    if (rows * rowLines > kMaxTilePrefetches)
+      return;
+    mlir::OpBuilder builder(loop);
+    auto next = nextTileIndices(builder, loop, read.getIndices(), nullptr);
+    if (mlir::failed(next))
+      return;
+    mlir::Location loc = read.getLoc();
+    size_t rank = next->size();
+    size_t vectorRank = shape.size();
+    for (int64_t row = 0; row < rows; ++row) {
+      for (int64_t line = 0; line < rowLines; ++line) {
+        llvm::SmallVector<mlir::Value> at = *next;
+        int64_t rest = row;
+        for (size_t d = vectorRank - 1; d-- > 0;) {
+          int64_t offset = rest % shape[d];
+          rest /= shape[d];
+          if (offset != 0)
+            at[rank - vectorRank + d] = builder.createOrFold<mlir::arith::AddIOp>(
+                loc, at[rank - vectorRank + d],
+                builder.create<mlir::arith::ConstantIndexOp>(loc, offset));
+        }
+        if (line != 0)
+          at[rank - 1] = builder.createOrFold<mlir::arith::AddIOp>(
+              loc, at[rank - 1],
+              builder.create<mlir::arith::ConstantIndexOp>(loc, line * lineElements));
+        builder.create<mlir::memref::PrefetchOp>(loc, read.getSource(), at, false, 3, true);
+      }
+    }
+  }
+
+  void runOnOperation() override {
+    llvm::SmallVector<std::pair<mlir::vector::TransferReadOp, mlir::scf::ForOp>> columns;
+    llvm::SmallVector<std::pair<mlir::vector::TransferReadOp, mlir::scf::ForOp>> tiles;
+    getOperation()->walk([&](mlir::vector::TransferReadOp read) {
+      auto type = read.getVectorType();
+      auto memref = mlir::dyn_cast<mlir::MemRefType>(read.getSource().getType());
+      if (!memref || !type.getElementType().isIntOrFloat() ||
+          !read.getPermutationMap().isMinorIdentity() || read.getMask() ||
+          llvm::any_of(read.getInBoundsValues(), [](bool inBounds) { return !inBounds; }) ||
+          !streamed(read.getSource(), minBytes))
+        return;
+      auto indices = read.getIndices();
+      if (auto loop = mlir::dyn_cast<mlir::scf::ForOp>(read->getParentOp());
+          loop && accumulates(loop) && type.getRank() == 2 && type.getShape()[1] == 1 &&
+          indices.size() >= 2 && indices.back() == loop.getInductionVar() &&
+          mlir::getConstantIntValue(loop.getStep()) == 1) {
+        columns.emplace_back(read, loop);
+        return;
+      }
+      // An epilogue's read: after an accumulation loop in the same block.
+      for (mlir::Operation *before = read->getPrevNode(); before; before = before->getPrevNode())
+        if (auto loop = mlir::dyn_cast<mlir::scf::ForOp>(before); loop && accumulates(loop)) {
+          if (indices.size() >= static_cast<size_t>(type.getRank()))
+            tiles.emplace_back(read, loop);
+          return;
+        }
+    });
+    for (auto [read, loop] : columns)
+      prefetchColumn(read, loop);
+    for (auto [read, loop] : tiles)
+      prefetchTile(read, loop);
+  }
+};
+
+} // namespace
+
+/// Registers `tessera-prefetch-next-tiles` with MLIR's pass registry. Call once, before
+/// parsing pipelines.
+extern "C" void tesseraRegisterPrefetchNextTilesPass() {
+  mlir::PassRegistration<PrefetchNextTiles>();
+}
