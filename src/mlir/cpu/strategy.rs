@@ -424,16 +424,25 @@ pub fn host_l2_bytes() -> u64 {
 }
 
 /// The least size of an operand (not a constant) that register tiles of matmuls and
-/// convolutions prefetch a tile ahead (`tessera-prefetch-next-tiles`): half the L2
-/// (`l2_bytes`), beyond which it does not stay there beside the kernel's other operands and
-/// comes from the L3 or memory. A register tile walks such an operand as several streams at
-/// once (a 1x1 convolution's seven pixels of 1 KB, four to a page), which the hardware's
-/// stream prefetcher, one stream per page, follows badly: ResNet-50's 1x1 convolutions over
-/// 56 x 56 x 256 (3.2 MB, a 2 MiB L2) took 0.85-0.95 ms in the model, 0.58 prefetched. Smaller
-/// operands stay in the L2, and prefetching them cost 3-5% (its address arithmetic in the
-/// accumulation loop): 14 x 14 x 1024 (0.8 MB) got slower.
-pub fn prefetch_min_bytes(l2_bytes: i64) -> i64 {
-    l2_bytes / 2
+/// convolutions prefetch a tile ahead (`tessera-prefetch-next-tiles`), for an L2 of `l2_bytes`
+/// per core and code that runs on `threads` threads. A register tile walks such an operand as
+/// several streams at once (a 1x1 convolution's seven pixels of 1 KB, four to a page), which
+/// the hardware's stream prefetcher, one stream per page, follows badly. On one thread: half
+/// the L2, beyond which an operand does not stay there beside the kernel's others and comes
+/// from the L3 or memory (ResNet-50's 1x1 convolutions over 56 x 56 x 256, 3.2 MB with a 2 MiB
+/// L2, took 0.85-0.95 ms in the model, 0.58 prefetched); smaller ones are in the L2, and
+/// prefetching them costs the address arithmetic (an eighth of the L2: ResNet-50 46.0 -> 48.3
+/// ms). On several threads a kernel's operands were mostly written by the other cores (each
+/// kernel splits its work its own way), so they are in another L2 or the L3 whatever their
+/// size: a thirty-second of the L2 (64 KB of 2 MiB) took ResNet-50 on two threads from
+/// 27.2 to 25.9 ms and MobileNetV2 from 3.49 to 3.24 ms against half of it; a 128th did no
+/// better.
+pub fn prefetch_min_bytes(l2_bytes: i64, threads: i64) -> i64 {
+    if threads > 1 {
+        l2_bytes / 32
+    } else {
+        l2_bytes / 2
+    }
 }
 
 /// The elements of B a matmul's K block may span (K block x N tile): 256 x 64 floats, 64 KB,
@@ -515,6 +524,13 @@ mod tests {
         assert_eq!(register_width(24, 64, 16), 8);
         assert_eq!(register_width(72, 16, 16), 8);
         assert_eq!(register_width(12, 16, 8), 4);
+    }
+
+    #[test]
+    fn prefetching_starts_where_operands_leave_this_cores_l2() {
+        assert_eq!(prefetch_min_bytes(2 << 20, 1), 1 << 20);
+        assert_eq!(prefetch_min_bytes(2 << 20, 2), 64 << 10);
+        assert_eq!(prefetch_min_bytes(1 << 20, 8), 32 << 10);
     }
 
     #[test]

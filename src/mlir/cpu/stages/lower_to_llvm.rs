@@ -4,19 +4,20 @@
 //! arithmetic, which vectorizes (`math=libm` calls libm instead, one lane at a time); vector
 //! sums may be reassociated into tree reductions. Code is generated for the host CPU unless
 //! `cpu=` and `features=` name another (set on every function, which LLVM's code generator
-//! honours). Operands of register tiles too large for the L2 are prefetched a tile ahead
-//! (`l2=`). Async tasks (`tessera-parallelize`) become coroutines that call the async
+//! honours). Operands of register tiles that are not in this core's L2 (for the `l2=` it
+//! has and the threads the module runs on) are prefetched a tile ahead. Async tasks (`tessera-parallelize`) become coroutines that call the async
 //! runtime. Precondition: bufferized MLIR.
 
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::walk;
 use crate::mlir::cpu::outline::outline_kernels;
+use crate::mlir::cpu::runtime::jit::THREADS_ATTRIBUTE;
 use crate::mlir::cpu::strategy::{host_l2_bytes, prefetch_min_bytes};
 use crate::mlir::pipeline::stages::{
     expect_mlir, run_upstream, stage_error, OptionKind, Program, Stage, StageEnv, StageOption,
     StageOptions,
 };
-use melior::ir::attribute::StringAttribute;
+use melior::ir::attribute::{IntegerAttribute, StringAttribute};
 use melior::ir::Attribute;
 
 /// Lowering to the LLVM dialect as a stage.
@@ -121,7 +122,15 @@ impl Stage for LowerToLlvm {
         let l2_bytes = options
             .positive("l2", host_l2_bytes())
             .map_err(|e| stage_error(self.name(), e))? as i64;
-        let prefetch = format!("{PREFETCH}{{min-bytes={}}}", prefetch_min_bytes(l2_bytes));
+        // The threads tessera-parallelize split loops over, if it did.
+        let threads = module
+            .as_operation()
+            .attribute(THREADS_ATTRIBUTE)
+            .ok()
+            .and_then(|a| IntegerAttribute::try_from(a).ok())
+            .map_or(1, |a| a.value());
+        let min_bytes = prefetch_min_bytes(l2_bytes, threads);
+        let prefetch = format!("{PREFETCH}{{min-bytes={min_bytes}}}");
         let mut passes = match math {
             Some("libm") => format!("{prefetch},{STRUCTURE},{REST}"),
             _ => format!("{prefetch},{STRUCTURE},{APPROXIMATE},{REST}"),
