@@ -106,7 +106,8 @@ impl Pipeline {
 
     /// The pipeline run on `threads` threads: `tessera-parallelize{threads=N}` after
     /// bufferization, when `threads` is more than one and the pipeline bufferizes (a
-    /// preset's does).
+    /// preset's does), and `tessera-tile{threads=N}`, which splits some matmuls into one run
+    /// of columns per thread.
     pub fn with_threads(mut self, threads: usize) -> Pipeline {
         let Some(at) = self
             .elements
@@ -119,6 +120,7 @@ impl Pipeline {
             let options = StageOptions([("threads".to_string(), threads.to_string())].into());
             self.elements
                 .insert(at + 1, Element::Stage(parallelize, options));
+            self.set_option("tessera-tile", "threads", &threads.to_string());
         }
         self
     }

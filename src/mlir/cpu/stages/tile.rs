@@ -13,8 +13,8 @@
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::{walk, WalkedOp};
 use crate::mlir::cpu::strategy::{
-    cache_order, choose, choose_vector, host_l2_bytes, register_order, transpose_blocks,
-    VectorUnit, TILE_SIZES, TRANSPOSE, VECTOR_SIZES,
+    cache_order, choose, choose_vector, host_l2_bytes, register_order, thread_chunks,
+    transpose_blocks, VectorUnit, TILE_SIZES, TRANSPOSE, VECTOR_SIZES,
 };
 use crate::mlir::pipeline::loop_nest::{loops, map_results, Loops, PARALLEL};
 use crate::mlir::pipeline::schedule::{
@@ -332,6 +332,7 @@ impl Stage for Tile {
             StageOption { name: "sizes", doc: "tile sizes for every op, one per loop, outermost first (0 = untiled); overrides the strategy", kind: OptionKind::Integers { min: 0 } },
             StageOption { name: "unit", doc: "the vector unit register tiles are sized for: avx2 or avx512; default: the host's", kind: OptionKind::OneOf(&["avx2", "avx512"]) },
             StageOption { name: "l2", doc: "bytes of L2 cache per core that matmul tiles are sized for; default: the host's", kind: OptionKind::Positive },
+            StageOption { name: "threads", doc: "threads the code will run on (default 1): matmuls whose cache tiles run a reduction outermost first split their columns into one run per thread", kind: OptionKind::Positive },
         ]
     }
 
@@ -367,6 +368,9 @@ impl Stage for Tile {
         };
         let l2_bytes = options
             .positive("l2", host_l2_bytes())
+            .map_err(|e| stage_error(self.name(), e))? as i64;
+        let threads = options
+            .positive("threads", 1)
             .map_err(|e| stage_error(self.name(), e))? as i64;
         if forced.is_none() && mark_register_groups(&module, ctx, unit, l2_bytes) > 0 {
             run_upstream(env, &mut module, TILE_GROUPS, self.name())?;
@@ -416,11 +420,14 @@ impl Stage for Tile {
             let register_level = register
                 .as_ref()
                 .is_some_and(|r| r.len() == op_loops.0.len());
-            let orders = [
-                cache_order(&name, &op_loops, &cache, l2_bytes),
-                register_order(&name, &op_loops),
-            ];
-            let levels: Vec<(Vec<i64>, Vec<usize>)> = [Some(cache), register]
+            let cache_loops = cache_order(&name, &op_loops, &cache, l2_bytes);
+            let chunks = match forced {
+                Some(_) => None,
+                None => thread_chunks(&op_loops, &cache, &cache_loops, threads),
+            };
+            let identity: Vec<usize> = (0..op_loops.0.len()).collect();
+            let orders = [identity, cache_loops, register_order(&name, &op_loops)];
+            let levels: Vec<(Vec<i64>, Vec<usize>)> = [chunks, Some(cache), register]
                 .into_iter()
                 .zip(orders)
                 .filter_map(|(sizes, order)| Some((sizes?, order)))
