@@ -5,8 +5,9 @@
 //! sums may be reassociated into tree reductions. Code is generated for the host CPU unless
 //! `cpu=` and `features=` name another (set on every function, which LLVM's code generator
 //! honours). Operands of register tiles that are not in this core's L2 (for the `l2=` it
-//! has and the threads the module runs on) are prefetched a tile ahead. Async tasks (`tessera-parallelize`) become coroutines that call the async
-//! runtime. Precondition: bufferized MLIR.
+//! has and the threads the module runs on) are prefetched a tile ahead. Async tasks
+//! (`tessera-parallelize`) become coroutines that call the async runtime. Precondition:
+//! bufferized MLIR.
 
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::walk;
@@ -32,8 +33,8 @@ const LOOPS: &str = "scf-forall-to-for,convert-linalg-to-loops";
 const STRUCTURE: &str =
     "func.func(convert-vector-to-scf{full-unroll},expand-strided-metadata,lower-affine)";
 
-/// Prefetches, while a register tile accumulates, what the next one reads from operands too
-/// large for the cache (src/mlir/cpu/cxx/next_tile_prefetch.cpp); the size is the strategy's
+/// Prefetches, while a register tile accumulates, what the next one reads from operands not
+/// in this core's L2 (src/mlir/cpu/cxx/next_tile_prefetch.cpp); the size is the strategy's
 /// ([`prefetch_min_bytes`]).
 const PREFETCH: &str = "tessera-prefetch-next-tiles";
 

@@ -7,8 +7,9 @@
 //! [`SPLIT_LANES`]) and register groups (a convolution, its fill and its fused epilogue) are
 //! tiled as one ([`TILE_GROUPS`]); after it, the constant weights register tiles read a few columns at a
 //! time are packed in panels of those columns ([`PACK_PANELS`]), and those still read row by
-//! row whose rows alias in the L1 get padded rows ([`PAD_ROWS`]). Precondition: linalg on
-//! tensors.
+//! row whose rows alias in the L1 get padded rows ([`PAD_ROWS`]). With `threads=N`, a matmul
+//! whose cache tiles run a reduction outermost is first cut into one run of columns per
+//! thread (`thread_chunks`). Precondition: linalg on tensors.
 
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::{walk, WalkedOp};
