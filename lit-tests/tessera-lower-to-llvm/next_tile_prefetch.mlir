@@ -68,3 +68,28 @@ func.func @conv(%in: memref<1x8x16x64xf32>, %res: memref<1x8x16x32xf32>, %small:
   }
   return
 }
+
+// A column whose row also moves with the accumulation loop (a diagonal): its next tile's
+// rows cannot be computed before the loop, so it is left alone (cloned there, the row's
+// arithmetic read the loop's variable outside it: invalid IR).
+// CHECK-LABEL: func.func @diagonal
+// CHECK-NOT: memref.prefetch
+// CHECK: return
+func.func @diagonal(%in: memref<64x64xf32>) -> vector<4x1xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %zero = arith.constant 0.0 : f32
+  %init = arith.constant dense<0.0> : vector<4x1xf32>
+  %last = scf.for %t = %c0 to %c16 step %c4 iter_args(%out = %init) -> (vector<4x1xf32>) {
+    %acc = scf.for %c = %c0 to %c16 step %c1 iter_args(%a = %init) -> (vector<4x1xf32>) {
+      %row = arith.addi %t, %c : index
+      %column = vector.transfer_read %in[%row, %c], %zero {in_bounds = [true, true]} : memref<64x64xf32>, vector<4x1xf32>
+      %sum = arith.addf %a, %column : vector<4x1xf32>
+      scf.yield %sum : vector<4x1xf32>
+    }
+    scf.yield %acc : vector<4x1xf32>
+  }
+  return %last : vector<4x1xf32>
+}

@@ -68,22 +68,26 @@ bool streamed(mlir::Value source, int64_t minBytes) {
 /// of the `scf.for` loops around `at` they depend on advanced to the loops' next iteration
 /// (the innermost by its step; an outer one only where every loop inside it wraps around to
 /// its lower bound). The ops between those loops and `indices` are cloned with the advanced
-/// variables; fails where one has effects or regions, or where no enclosing loop is read.
+/// variables; fails where one has effects or regions, where one reads a value that varies
+/// inside `at`, or where no enclosing loop is read. An index equal to `excluded` (the
+/// column's induction variable) is kept as it is; read through an op, it fails.
 mlir::FailureOr<llvm::SmallVector<mlir::Value>>
 nextTileIndices(mlir::OpBuilder &builder, mlir::Operation *at, mlir::ValueRange indices,
                 mlir::Value excluded) {
   llvm::SmallVector<mlir::scf::ForOp> loops;
-  for (mlir::Operation *parent = at->getParentOp(); auto loop = mlir::dyn_cast_or_null<mlir::scf::ForOp>(parent);
+  for (mlir::Operation *parent = at->getParentOp();
+       auto loop = mlir::dyn_cast_or_null<mlir::scf::ForOp>(parent);
        parent = parent->getParentOp())
     loops.push_back(loop);
   // The ops (inside the outermost loop) each index is computed by, and the loops it reads.
   llvm::SetVector<mlir::Operation *> slice;
   llvm::DenseSet<mlir::Value> read;
-  llvm::SmallVector<mlir::Value> work(indices.begin(), indices.end());
+  llvm::SmallVector<mlir::Value> work;
+  for (mlir::Value index : indices)
+    if (index != excluded)
+      work.push_back(index);
   while (!work.empty()) {
     mlir::Value value = work.pop_back_val();
-    if (value == excluded)
-      continue;
     if (auto argument = mlir::dyn_cast<mlir::BlockArgument>(value)) {
       // Only the loops around `at` may be read, not a value that varies inside it.
       bool enclosing = llvm::any_of(
