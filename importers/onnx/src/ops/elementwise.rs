@@ -6,7 +6,7 @@ use super::{input, Inputs};
 use crate::graph::{invalid, unsupported, Graph, NodeResult, Val};
 use crate::node::Node;
 use crate::tensor::element_type;
-use tessera::attr::{Attribute, Scalar};
+use tessera::attr::Attribute;
 use tessera::minifloat::{MiniFloat, Specials};
 use tessera::types::{ElementClass, ElementType};
 
@@ -329,33 +329,9 @@ pub fn onnx_cast(g: &mut Graph, x: &Val, to: ElementType, saturate: bool) -> Nod
     g.cast(x, to)
 }
 
-/// `Identity`, and `Dropout` at inference: the input itself (and `Dropout`'s mask, all true).
-pub fn identity(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
-    let x = input(inputs, 0)?;
-    if node.proto.op_type == "Dropout" {
-        // Inputs: data, ratio, training_mode. Off training, or dropping nothing, it passes
-        // the data through.
-        let number = |g: &Graph, i: usize, what: &str| match inputs.get(i) {
-            Some(Some(v)) => g.numbers(v, what).map(|n| n.first().copied()),
-            _ => Ok(None),
-        };
-        let training = match number(g, 2, "the training_mode input")? {
-            Some(v) => v != 0.0,
-            None => node.int("training_mode", 0) != 0,
-        };
-        let drops_nothing =
-            || -> NodeResult<bool> { Ok(number(g, 1, "the ratio input")?.unwrap_or(0.5) == 0.0) };
-        if !training || drops_nothing()? {
-            return Ok(vec![x.clone(), all_true(g, &x)]);
-        }
-        return unsupported("Dropout in training mode (tessera imports inference graphs)");
-    }
-    Ok(vec![x])
-}
-
-/// A boolean tensor of `like`'s shape, every element true.
-fn all_true(g: &Graph, like: &Val) -> Val {
-    g.splat(Scalar::Bool(true), g.ty(like).with_element(ElementType::I1))
+/// `Identity`: the input itself.
+pub fn identity(_: &mut Graph, _: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
+    Ok(vec![input(inputs, 0)?])
 }
 
 /// `Softmax` and `LogSoftmax`: along `axis` from opset 13; before, over the dimensions from

@@ -7,6 +7,7 @@ mod attention;
 mod causal_conv;
 mod crop;
 mod cumulative;
+mod dropout;
 mod elementwise;
 mod linear;
 mod loss;
@@ -101,7 +102,7 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("DepthToSpace", rearrange::rearrange),
     ("DequantizeLinear", quant::dequantize_linear),
     ("Div", elementwise::arithmetic),
-    ("Dropout", elementwise::identity),
+    ("Dropout", dropout::dropout),
     ("DynamicQuantizeLinear", quant::dynamic_quantize_linear),
     ("Einsum", linear::einsum),
     ("Elu", elementwise::leaky),
