@@ -455,10 +455,7 @@ pub fn tally(results: &[CaseResult]) -> (BTreeMap<String, Counts>, Counts) {
 /// The results as a Markdown report: totals, then one row per op.
 pub fn markdown(results: &[CaseResult], opt_level: u8) -> String {
     let (per_op, total) = tally(results);
-    let supported: Vec<&str> = tessera_onnx::ops::SUPPORTED
-        .iter()
-        .map(|(n, _)| *n)
-        .collect();
+    let supported = tessera_onnx::ops::op_types();
     let (mut declared, mut declared_pass) = (0, 0);
     for (op, c) in &per_op {
         if supported.contains(&op.as_str()) {

@@ -4,13 +4,12 @@
 //! from that text exactly as a written `.tsr` file is (its large constants `external<...>`
 //! literals of a side file held in memory until it is written).
 
-use crate::graph::{Graph, NodeError, Val};
-use crate::node::Node;
-use crate::ops::converter;
+use crate::graph::{Graph, NodeError};
+use crate::nodes::{NodeConverter, Scope};
 use crate::proto::{DimensionValue, ModelProto, Value as TypeValue, ValueInfoProto};
 use crate::read::{read_model, ReadError};
 use crate::tensor::{element_type, tensor_of};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::Path;
 use tessera::diag::render_all;
@@ -235,21 +234,18 @@ pub fn import(
         .graph
         .as_ref()
         .ok_or_else(|| ImportError::Model("the model has no graph".into()))?;
-    let opsets: HashMap<&str, i64> = model
+    let opsets: HashMap<String, i64> = model
         .opset_import
         .iter()
         .map(|o| {
-            (
-                if is_default_domain(&o.domain) {
-                    ""
-                } else {
-                    o.domain.as_str()
-                },
-                o.version,
-            )
+            let domain = if is_default_domain(&o.domain) {
+                ""
+            } else {
+                o.domain.as_str()
+            };
+            (domain.to_string(), o.version)
         })
         .collect();
-    let default_opset = *opsets.get("").unwrap_or(&1);
     for name in options
         .input_shapes
         .keys()
@@ -263,7 +259,7 @@ pub fn import(
     }
 
     let mut g = Graph::new(registry, &function_name(&graph.name), &options.side_file);
-    let mut values: HashMap<String, Val> = HashMap::new();
+    let mut values = Scope::new();
     let mut notes = Vec::new();
     for init in &graph.initializer {
         let tensor =
@@ -290,96 +286,9 @@ pub fn import(
         });
     }
 
-    let mut unsupported = Vec::new();
-    let mut poisoned: HashSet<String> = HashSet::new();
-    for proto in &graph.node {
-        let domain_key = if is_default_domain(&proto.domain) {
-            ""
-        } else {
-            proto.domain.as_str()
-        };
-        let node = Node {
-            proto,
-            opset: *opsets.get(domain_key).unwrap_or(&default_opset),
-        };
-        let poison = |poisoned: &mut HashSet<String>| {
-            poisoned.extend(proto.output.iter().filter(|o| !o.is_empty()).cloned());
-        };
-        if proto.input.iter().any(|i| poisoned.contains(i)) {
-            poison(&mut poisoned);
-            continue;
-        }
-        let domain = if domain_key.is_empty() {
-            "ai.onnx"
-        } else {
-            domain_key
-        };
-        let Some(convert) = converter(&proto.op_type).filter(|_| domain_key.is_empty()) else {
-            unsupported.push(UnsupportedNode {
-                node: node.label(),
-                domain: domain.to_string(),
-                opset: node.opset,
-                reason: "tessera has no converter for this op".into(),
-            });
-            poison(&mut poisoned);
-            continue;
-        };
-        let mut node_inputs = Vec::with_capacity(proto.input.len());
-        for name in &proto.input {
-            if name.is_empty() {
-                node_inputs.push(None);
-                continue;
-            }
-            let value = values.get(name).cloned().ok_or_else(|| ImportError::Node {
-                node: node.label(),
-                message: format!(
-                    "it uses '{name}', which no earlier node, input or initializer defines"
-                ),
-            })?;
-            node_inputs.push(Some(value));
-        }
-        g.set_hint(proto.output.first().map_or("v", String::as_str));
-        match convert(&mut g, &node, &node_inputs) {
-            Ok(outputs) => {
-                for (name, value) in proto.output.iter().zip(outputs) {
-                    if !name.is_empty() {
-                        values.insert(name.clone(), value);
-                    }
-                }
-                if let Some(missing) = proto
-                    .output
-                    .iter()
-                    .skip(1)
-                    .find(|o| !o.is_empty() && !values.contains_key(*o))
-                {
-                    unsupported.push(UnsupportedNode {
-                        node: node.label(),
-                        domain: domain.to_string(),
-                        opset: node.opset,
-                        reason: format!(
-                            "its output '{missing}' (tessera computes only the others)"
-                        ),
-                    });
-                    poison(&mut poisoned);
-                }
-            }
-            Err(NodeError::Unsupported(reason)) => {
-                unsupported.push(UnsupportedNode {
-                    node: node.label(),
-                    domain: domain.to_string(),
-                    opset: node.opset,
-                    reason,
-                });
-                poison(&mut poisoned);
-            }
-            Err(NodeError::Invalid(message)) => {
-                return Err(ImportError::Node {
-                    node: node.label(),
-                    message,
-                })
-            }
-        }
-    }
+    let mut nodes = NodeConverter::new(g, opsets);
+    nodes.convert(&graph.node, &mut values)?;
+    let (mut g, unsupported) = nodes.finish();
     if !unsupported.is_empty() {
         return Err(ImportError::Unsupported(unsupported));
     }

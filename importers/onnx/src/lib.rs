@@ -6,6 +6,7 @@
 pub mod graph;
 pub mod import;
 pub mod node;
+pub mod nodes;
 pub mod ops;
 pub mod proto;
 pub mod read;

@@ -78,10 +78,7 @@ fn mutate(model: &mut ModelProto, rng: &mut Rng) -> bool {
             dim.value = Some(DimensionValue::DimValue(*rng.pick(&[0, 1, 2, 5])));
         }
         _ => {
-            let names: Vec<&str> = tessera_onnx::ops::SUPPORTED
-                .iter()
-                .map(|(n, _)| *n)
-                .collect();
+            let names = tessera_onnx::ops::op_types();
             let Some(node) = rng.choose_mut(&mut graph.node) else {
                 return false;
             };

@@ -5,6 +5,7 @@
 mod activation;
 mod attention;
 mod causal_conv;
+pub mod control_flow;
 mod crop;
 mod cumulative;
 mod dropout;
@@ -62,7 +63,19 @@ pub fn converter(op_type: &str) -> Option<Convert> {
         .map(|(_, convert)| *convert)
 }
 
-/// Every op type the importer converts, with its converter.
+/// Every op type the importer imports, in alphabetical order: those of [`SUPPORTED`] and the
+/// control flow of [`control_flow::converter`].
+pub fn op_types() -> Vec<&'static str> {
+    let mut types: Vec<&'static str> = SUPPORTED
+        .iter()
+        .map(|(name, _)| *name)
+        .chain(control_flow::OP_TYPES.iter().copied())
+        .collect();
+    types.sort_unstable();
+    types
+}
+
+/// Every op type the importer converts node by node, with its converter.
 pub static SUPPORTED: &[(&str, Convert)] = &[
     ("Abs", elementwise::unary),
     ("Acos", elementwise::unary),

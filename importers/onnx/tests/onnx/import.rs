@@ -823,14 +823,262 @@ fn the_readme_lists_every_imported_op() {
         .and_then(|(_, rest)| rest.split_once(". "))
         .map(|(list, _)| list.split_whitespace().collect())
         .expect("the list ends with '. '");
-    let supported: Vec<&str> = tessera_onnx::ops::SUPPORTED
-        .iter()
-        .map(|(n, _)| *n)
-        .collect();
+    let supported = tessera_onnx::ops::op_types();
     assert_eq!(
         listed, supported,
         "README.md's list of imported ops is out of date"
     );
     let count = format!("Imported op types ({};", supported.len());
     assert!(readme.contains(&count), "README.md should say {count}");
+}
+
+/// A tensor value of element type `ty` with static `dims`.
+fn typed_value(name: &str, dims: &[i64], ty: DataType) -> ValueInfoProto {
+    let mut v = value(name, dims);
+    if let Some(Value::TensorType(t)) = v.r#type.as_mut().and_then(|t| t.value.as_mut()) {
+        t.elem_type = ty as i32;
+    }
+    v
+}
+
+/// A graph attribute: a body with `nodes`, its inputs and outputs named.
+fn body_attr(
+    name: &str,
+    nodes: Vec<NodeProto>,
+    inputs: &[&str],
+    outputs: &[&str],
+) -> AttributeProto {
+    AttributeProto {
+        name: name.into(),
+        r#type: AttributeType::Graph as i32,
+        g: Some(GraphProto {
+            node: nodes,
+            name: format!("{name} graph"),
+            input: inputs.iter().map(|i| value(i, &[])).collect(),
+            output: outputs.iter().map(|o| value(o, &[])).collect(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// A rank-0 int64 tensor.
+fn int64_scalar(name: &str, v: i64) -> TensorProto {
+    TensorProto {
+        dims: vec![],
+        ..int64s(name, &[v])
+    }
+}
+
+/// `Loop` with trip count `m` carrying `y` from `x`, adding the outer `w` times the iteration
+/// number each time, its sums also scanned out.
+fn counting_loop(m: TensorProto) -> ModelProto {
+    let body = body_attr(
+        "body",
+        vec![
+            node("Identity", &["cond_in"], &["cond_out"], vec![]),
+            node(
+                "Cast",
+                &["i"],
+                &["i_f"],
+                vec![int_attr("to", DataType::Float as i64)],
+            ),
+            node("Mul", &["w", "i_f"], &["step"], vec![]),
+            node("Add", &["y_in", "step"], &["y_out"], vec![]),
+            node("Identity", &["y_out"], &["scanned"], vec![]),
+        ],
+        &["i", "cond_in", "y_in"],
+        &["cond_out", "y_out", "scanned"],
+    );
+    model(
+        vec![node("Loop", &["m", "", "x"], &["y", "ys"], vec![body])],
+        vec![value("x", &[2])],
+        vec![value("y", &[2]), value("ys", &[3, 2])],
+        vec![m, floats("w", &[2], vec![1.0, 10.0])],
+    )
+}
+
+#[test]
+fn loops_unroll_their_body_once_per_iteration() {
+    let result = imported(&counting_loop(int64_scalar("m", 3)));
+    let x = Tensor::from_f64(&TensorType::new(vec![2], ElementType::F32), [0.5, -1.0]);
+    let out = interpret(&result.module, 0, std::slice::from_ref(&x)).expect("runs");
+    // After iterations 0, 1, 2: x + 0w, x + 1w, x + 3w.
+    let expected_ys = [0.5, -1.0, 1.5, 9.0, 3.5, 29.0];
+    assert_eq!(out[0].ty.shape, [2]);
+    assert_eq!((out[0].get_f64(0), out[0].get_f64(1)), (3.5, 29.0));
+    assert_eq!(out[1].ty.shape, [3, 2]);
+    let ys: Vec<f64> = (0..6).map(|i| out[1].get_f64(i)).collect();
+    assert_eq!(ys, expected_ys);
+
+    let error = import(
+        &counting_loop(int64_scalar("m", 5000)),
+        &options(),
+        &registry(),
+    )
+    .err()
+    .expect("too long to unroll");
+    assert!(
+        error
+            .to_string()
+            .contains("unrolls loops of at most 4096 iterations"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_loop_needs_its_iterations_known_and_lists_its_bodys_unsupported_nodes() {
+    let mut m = counting_loop(int64_scalar("m", 3));
+    let graph = m.graph.as_mut().expect("graph");
+    graph.initializer.remove(0);
+    graph.input.push(typed_value("m", &[], DataType::Int64));
+    let error = import(&m, &options(), &registry()).err().expect("refused");
+    assert!(
+        error.to_string().contains(
+            "the trip count is computed from the graph's inputs at run time; tessera needs it \
+             known at import time"
+        ),
+        "{error}"
+    );
+
+    let mut m = counting_loop(int64_scalar("m", 3));
+    let body = m.graph.as_mut().expect("graph").node[0].attribute[0]
+        .g
+        .as_mut()
+        .expect("body");
+    body.node[3].op_type = "Unique".into();
+    let error = import(&m, &options(), &registry()).err().expect("refused");
+    let ImportError::Unsupported(nodes) = &error else {
+        panic!("{error}");
+    };
+    let listed: Vec<&str> = nodes.iter().map(|n| n.node.as_str()).collect();
+    assert_eq!(
+        listed,
+        ["node 'Add_y_out' (Unique) in the body of node 'Loop_y' (Loop)"],
+        "listed once, not once per iteration, and nothing after it: {error}"
+    );
+}
+
+#[test]
+fn scans_walk_their_inputs_either_way_and_stack_along_their_axes() {
+    let body = body_attr(
+        "body",
+        vec![
+            node("Add", &["s_in", "x_t"], &["s_out"], vec![]),
+            node("Identity", &["s_out"], &["partial"], vec![]),
+        ],
+        &["s_in", "x_t"],
+        &["s_out", "partial"],
+    );
+    let m = model(
+        vec![node(
+            "Scan",
+            &["s0", "xs"],
+            &["s", "partials"],
+            vec![
+                body,
+                int_attr("num_scan_inputs", 1),
+                ints_attr("scan_input_directions", &[1]),
+                ints_attr("scan_output_axes", &[1]),
+            ],
+        )],
+        vec![value("s0", &[2]), value("xs", &[3, 2])],
+        vec![value("s", &[2]), value("partials", &[2, 3])],
+        vec![],
+    );
+    let result = imported(&m);
+    let s0 = Tensor::from_f64(&TensorType::new(vec![2], ElementType::F32), [0.0, 100.0]);
+    let xs = Tensor::from_f64(
+        &TensorType::new(vec![3, 2], ElementType::F32),
+        [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+    );
+    let out = interpret(&result.module, 0, &[s0, xs]).expect("runs");
+    assert_eq!((out[0].get_f64(0), out[0].get_f64(1)), (9.0, 112.0));
+    // Rows from the last: [5, 106], [8, 110], [9, 112], stacked along axis 1.
+    assert_eq!(out[1].ty.shape, [2, 3]);
+    let partials: Vec<f64> = (0..6).map(|i| out[1].get_f64(i)).collect();
+    assert_eq!(partials, [5.0, 8.0, 9.0, 106.0, 110.0, 112.0]);
+}
+
+#[test]
+fn if_inlines_a_constant_branch_and_selects_on_a_run_time_condition() {
+    let branch = |name: &str, op: &str, out: &str| {
+        body_attr(
+            name,
+            vec![node(op, &["x", "x"], &[out], vec![])],
+            &[],
+            &[out],
+        )
+    };
+    let if_model = |cond: Option<TensorProto>| {
+        let mut inputs = vec![value("x", &[2])];
+        let mut initializer = vec![];
+        match cond {
+            Some(c) => initializer.push(c),
+            None => inputs.push(typed_value("c", &[], DataType::Bool)),
+        }
+        model(
+            vec![node(
+                "If",
+                &["c"],
+                &["y"],
+                vec![
+                    branch("then_branch", "Add", "sum"),
+                    branch("else_branch", "Mul", "product"),
+                ],
+            )],
+            inputs,
+            vec![value("y", &[2])],
+            initializer,
+        )
+    };
+    let boolean = |v: bool| TensorProto {
+        dims: vec![],
+        data_type: DataType::Bool as i32,
+        int32_data: vec![i32::from(v)],
+        name: "c".into(),
+        ..Default::default()
+    };
+    let x = Tensor::from_f64(&TensorType::new(vec![2], ElementType::F32), [3.0, -2.0]);
+    let folded = imported(&if_model(Some(boolean(false))));
+    assert_eq!(op_names(&folded.module), ["array.mul"], "{}", folded.text);
+    let out = interpret(&folded.module, 0, std::slice::from_ref(&x)).expect("runs");
+    assert_eq!((out[0].get_f64(0), out[0].get_f64(1)), (9.0, 4.0));
+
+    let selected = imported(&if_model(None));
+    for (c, expected) in [(true, (6.0, -4.0)), (false, (9.0, 4.0))] {
+        let c = Tensor::from_numbers(
+            &TensorType::new(vec![], ElementType::I1),
+            [f64::from(u8::from(c))],
+        );
+        let out = interpret(&selected.module, 0, &[x.clone(), c]).expect("runs");
+        assert_eq!((out[0].get_f64(0), out[0].get_f64(1)), expected);
+    }
+}
+
+#[test]
+fn nested_loops_unroll_within_one_budget() {
+    // Four loops of 4000 iterations nested: each within the per-loop limit, 2.6e14 in all.
+    let mut inner = node("Identity", &["v"], &["v_out"], vec![]);
+    let names = ["l0", "l1", "l2", "l3"];
+    for (depth, name) in names.iter().enumerate().rev() {
+        let input = if depth == 0 { "x" } else { "v" };
+        let out = if depth == 0 { "y" } else { "v_out" };
+        let body = body_attr("body", vec![inner], &["i", "c", "v"], &["c", "v_out"]);
+        inner = node("Loop", &["m", "", input], &[out], vec![body]);
+        inner.name = name.to_string();
+    }
+    let m = model(
+        vec![inner],
+        vec![value("x", &[2])],
+        vec![value("y", &[2])],
+        vec![int64_scalar("m", 4000)],
+    );
+    let error = import(&m, &options(), &registry()).err().expect("refused");
+    assert!(
+        error
+            .to_string()
+            .contains("unrolls to more than 1048576 nodes"),
+        "{error}"
+    );
 }
