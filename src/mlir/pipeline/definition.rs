@@ -121,6 +121,7 @@ impl Pipeline {
             self.elements
                 .insert(at + 1, Element::Stage(parallelize, options));
             self.set_option("tessera-tile", "threads", &threads.to_string());
+            self.set_option("tessera-fuse", "threads", &threads.to_string());
         }
         self
     }

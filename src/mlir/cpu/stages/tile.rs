@@ -14,8 +14,8 @@
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::{walk, WalkedOp};
 use crate::mlir::cpu::strategy::{
-    cache_order, choose, choose_vector, host_l2_bytes, register_order, thread_chunks,
-    transpose_blocks, VectorUnit, TILE_SIZES, TRANSPOSE, VECTOR_SIZES,
+    balance_threads, cache_order, choose, choose_vector, host_l2_bytes, register_order,
+    thread_chunks, transpose_blocks, VectorUnit, TILE_SIZES, TRANSPOSE, VECTOR_SIZES,
 };
 use crate::mlir::pipeline::loop_nest::{loops, map_results, Loops, PARALLEL};
 use crate::mlir::pipeline::schedule::{
@@ -333,7 +333,7 @@ impl Stage for Tile {
             StageOption { name: "sizes", doc: "tile sizes for every op, one per loop, outermost first (0 = untiled); overrides the strategy", kind: OptionKind::Integers { min: 0 } },
             StageOption { name: "unit", doc: "the vector unit register tiles are sized for: avx2 or avx512; default: the host's", kind: OptionKind::OneOf(&["avx2", "avx512"]) },
             StageOption { name: "l2", doc: "bytes of L2 cache per core that matmul tiles are sized for; default: the host's", kind: OptionKind::Positive },
-            StageOption { name: "threads", doc: "threads the code will run on (default 1): matmuls whose cache tiles run a reduction outermost first split their columns into one run per thread", kind: OptionKind::Positive },
+            StageOption { name: "threads", doc: "threads the code will run on (default 1): matmuls whose cache tiles run a reduction outermost first split their columns into one run per thread, convolutions' tiles divide among the threads", kind: OptionKind::Positive },
         ]
     }
 
@@ -409,8 +409,11 @@ impl Stage for Tile {
                     )
                 }
                 None => {
-                    let cache =
-                        pinned(TILE_SIZES).unwrap_or_else(|| choose(&name, &op_loops, l2_bytes));
+                    let cache = pinned(TILE_SIZES).unwrap_or_else(|| {
+                        let mut tiles = choose(&name, &op_loops, l2_bytes);
+                        balance_threads(&name, &mut tiles, &op_loops, threads);
+                        tiles
+                    });
                     let register = pinned(VECTOR_SIZES)
                         .unwrap_or_else(|| choose_vector(&name, &op_loops, &cache, unit));
                     (cache, Some(register))

@@ -26,7 +26,7 @@
 
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::{walk, WalkedOp};
-use crate::mlir::cpu::strategy::{epilogue_tiles, host_l2_bytes};
+use crate::mlir::cpu::strategy::{balance_threads, epilogue_tiles, host_l2_bytes};
 use crate::mlir::pipeline::loop_nest::{divisor_at_most, loops, reads_per_element, PARALLEL};
 use crate::mlir::pipeline::schedule::{
     apply_schedule, match_each, Author, SCHEDULE_HEAD, SCHEDULE_TAIL,
@@ -82,11 +82,18 @@ impl Stage for Fuse {
     }
 
     fn options(&self) -> &'static [StageOption] {
-        &[StageOption {
-            name: "l2",
-            doc: "bytes of L2 cache per core that matmul epilogue tiles are sized for (CPU); default: the host's",
-            kind: OptionKind::Positive,
-        }]
+        &[
+            StageOption {
+                name: "l2",
+                doc: "bytes of L2 cache per core that matmul epilogue tiles are sized for (CPU); default: the host's",
+                kind: OptionKind::Positive,
+            },
+            StageOption {
+                name: "threads",
+                doc: "threads the code will run on (default 1): convolutions' epilogue tiles divide among them as their own tiles do",
+                kind: OptionKind::Positive,
+            },
+        ]
     }
 
     fn run<'c>(
@@ -97,6 +104,9 @@ impl Stage for Fuse {
     ) -> Result<Program<'c>, Vec<Diagnostic>> {
         let l2_bytes = options
             .positive("l2", host_l2_bytes())
+            .map_err(|e| stage_error(self.name(), e))? as i64;
+        let threads = options
+            .positive("threads", 1)
             .map_err(|e| stage_error(self.name(), e))? as i64;
         let mut module = expect_mlir(program, self.name())?;
         let context = env.context.context();
@@ -110,7 +120,7 @@ impl Stage for Fuse {
         // Epilogues before cse: each matmul still has its own accumulator fill, which then
         // moves into the matmul's tiles instead of being shared (and copied) across them.
         run_upstream(env, &mut module, COLLAPSE_RESHAPED_EPILOGUES, self.name())?;
-        if mark_epilogues(env, &module, l2_bytes) {
+        if mark_epilogues(env, &module, l2_bytes, threads) {
             run_upstream(env, &mut module, "tessera-fuse-epilogues", self.name())?;
         }
         let fuse = |module: &mut melior::ir::Module<'c>, schedule: &str| {
@@ -532,8 +542,14 @@ fn duplicate_cheap_producers(module: &melior::ir::Module<'_>) -> bool {
 }
 
 /// Marks every anchor with a sole elementwise user (and the epilogue with its tile sizes, for
-/// an L2 of `l2_bytes`) for `tessera-fuse-epilogues`; returns whether anything was marked.
-fn mark_epilogues(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>, l2_bytes: i64) -> bool {
+/// an L2 of `l2_bytes` and code on `threads` threads) for `tessera-fuse-epilogues`; returns
+/// whether anything was marked.
+fn mark_epilogues(
+    env: &StageEnv<'_, '_>,
+    module: &melior::ir::Module<'_>,
+    l2_bytes: i64,
+    threads: i64,
+) -> bool {
     let ctx = env.context.context();
     let unit = melior::ir::Attribute::unit(ctx);
     let mut marked = false;
@@ -558,7 +574,8 @@ fn mark_epilogues(env: &StageEnv<'_, '_>, module: &melior::ir::Module<'_>, l2_by
         let Some(anchor_loops) = loops(op) else {
             return;
         };
-        let sizes = epilogue_tiles(&op.name(), &anchor_loops, &consumer_loops, l2_bytes);
+        let mut sizes = epilogue_tiles(&op.name(), &anchor_loops, &consumer_loops, l2_bytes);
+        balance_threads(&op.name(), &mut sizes, &consumer_loops, threads);
         if sizes.iter().all(|&s| s == 0) {
             return;
         }
