@@ -1,6 +1,7 @@
 // RUN: tessera-opt %s --pass-pipeline='builtin.module(tessera-prefetch-next-tiles{min-bytes=16384},cse)' | FileCheck %s
 // RUN: tessera-opt %s --pass-pipeline='builtin.module(tessera-prefetch-next-tiles{min-bytes=16384})' | mlir-opt > /dev/null
 // RUN: tessera-opt %s --pass-pipeline='builtin.module(tessera-prefetch-next-tiles{min-bytes=1048576})' | FileCheck %s --check-prefix=SMALL
+// RUN: tessera-opt %s --pass-pipeline='builtin.module(tessera-prefetch-next-tiles{min-bytes=16384 min-constant-bytes=16384},cse)' | FileCheck %s --check-prefix=PANEL
 
 // A register tile of 4 pixels by 32 channels of a 1x1 convolution (pixels %ow.. of row %oh,
 // input channels %c stepped by one) with a residual added in its epilogue. The next tile is
@@ -92,4 +93,50 @@ func.func @diagonal(%in: memref<64x64xf32>) -> vector<4x1xf32> {
     scf.yield %acc : vector<4x1xf32>
   }
   return %last : vector<4x1xf32>
+}
+
+// Packed filters of a 1x1 convolution, panels of 32 channels by 64 input channels (8 KB
+// each, 32 KB in all): the register tile over panel %p reads its row %c at each step. With
+// min-constant-bytes at 16 KB it prefetches the same row of the next tile's panel, both of
+// its lines; the next tile is the next panel's (the pixel loop between them is not read).
+// PANEL-LABEL: func.func @panels
+// PANEL: scf.for %[[P:.*]] = %[[C0:.*]] to %[[C4:.*]] step %[[C1:.*]] {
+// PANEL-NEXT: scf.for %[[OW:.*]] = %[[C0]] to %{{.*}} step %{{.*}} {
+// PANEL-NEXT: %[[P_ON:.*]] = arith.addi %[[P]], %[[C1]] : index
+// PANEL-NEXT: %[[WRAPS:.*]] = arith.cmpi sge, %[[P_ON]], %[[C4]] : index
+// PANEL-NEXT: %[[NEXT_P:.*]] = arith.select %[[WRAPS]], %[[C0]], %[[P_ON]] : index
+// PANEL: scf.for %[[C:.*]] = %[[C0]] to %{{.*}} step %[[C1]] iter_args
+// PANEL: memref.prefetch %{{.*}}[%[[NEXT_P]], %[[C]], %[[C0]]], read, locality<3>, data : memref<4x64x32xf32>
+// PANEL-NEXT: memref.prefetch %{{.*}}[%[[NEXT_P]], %[[C]], %[[C16:.*]]], read, locality<3>, data : memref<4x64x32xf32>
+// PANEL-NEXT: vector.transfer_read %{{.*}}[%[[P]], %[[C]], %[[C0]]]
+// Under the default min-constant-bytes (2 MiB) the filters are not prefetched.
+// CHECK-LABEL: func.func @panels
+// CHECK-NOT: memref.prefetch
+// CHECK: return
+memref.global "private" constant @packed : memref<4x64x32xf32> = dense<1.0>
+func.func @panels(%in: memref<1x1x16x64xf32>, %out: memref<1x1x16x128xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  %init = arith.constant dense<0.0> : vector<4x32xf32>
+  %w = memref.get_global @packed : memref<4x64x32xf32>
+  scf.for %p = %c0 to %c4 step %c1 {
+    scf.for %ow = %c0 to %c16 step %c4 {
+      %acc = scf.for %c = %c0 to %c64 step %c1 iter_args(%a = %init) -> (vector<4x32xf32>) {
+        %column = vector.transfer_read %in[%c0, %c0, %ow, %c], %zero {in_bounds = [true, true]} : memref<1x1x16x64xf32>, vector<4x1xf32>
+        %filter = vector.transfer_read %w[%p, %c, %c0], %zero {in_bounds = [true]} : memref<4x64x32xf32>, vector<32xf32>
+        %pixels = vector.transpose %column, [1, 0] : vector<4x1xf32> to vector<1x4xf32>
+        %lanes = vector.extract %pixels[0] : vector<4xf32> from vector<1x4xf32>
+        %outer = vector.outerproduct %lanes, %filter, %a : vector<4xf32>, vector<32xf32>
+        scf.yield %outer : vector<4x32xf32>
+      }
+      %channel = arith.muli %p, %c32 : index
+      vector.transfer_write %acc, %out[%c0, %c0, %ow, %channel] {in_bounds = [true, true]} : vector<4x32xf32>, memref<1x1x16x128xf32>
+    }
+  }
+  return
 }

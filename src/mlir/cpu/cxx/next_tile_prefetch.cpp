@@ -1,18 +1,20 @@
 //! `tessera-prefetch-next-tiles`: while a register tile of a matmul or convolution
 //! accumulates, prefetches what the next register tile will read from operands too large to
-//! stay in the cache (`min-bytes` and more, constants excepted): the next block of the
-//! column the accumulation loop walks at its induction variable (a convolution's pixels by
-//! input channels), spread over the loop's steps, one prefetch per step; and the lines of
-//! the next tile the epilogue reads (a residual added to the output). The hardware's stream
-//! prefetcher follows one stream per page, and a register tile walks several at once (seven
-//! pixels of 1 KB each, four to a page, a float from each per step): ResNet-50's 1x1
-//! convolutions over 56 x 56 x 256 waited on memory for a third of their time. The next
-//! tile is the one the enclosing `scf.for` loops run next (the innermost loop the reads'
-//! indices depend on advanced by its step, carrying into the loops outside it), its indices
-//! computed once per tile, before the accumulation loop; only unmasked in-bounds reads
-//! qualify, so those indices are an iteration's the loops run, within the buffer. Runs on bufferized, vectorized
-//! MLIR, before vector transfers are lowered. Registered with MLIR from here (the FFI
-//! boundary; called from `src/mlir/bridge/context.rs`).
+//! stay in the cache (`min-bytes` and more; constants, `min-constant-bytes` and more): the
+//! next block of the column the accumulation loop walks at its induction variable (a
+//! convolution's pixels by input channels), spread over the loop's steps, one prefetch per
+//! step; the row of the next tile's panel (packed filters or B, a row per step) at each step;
+//! and the lines of the next tile the epilogue reads (a residual added to the output). The
+//! hardware's stream prefetcher follows one stream per page, and a register tile walks several
+//! at once (seven pixels of 1 KB each, four to a page, a float from each per step): ResNet-50's
+//! 1x1 convolutions over 56 x 56 x 256 waited on memory for a third of their time. A model's
+//! weights come from the L3 at every call, and the first register tile over each panel waited
+//! for it. The next tile is the one the enclosing `scf.for` loops run next (the innermost loop
+//! the reads' indices depend on advanced by its step, carrying into the loops outside it), its
+//! indices computed once per tile, before the accumulation loop; only unmasked in-bounds reads
+//! qualify, so those indices are an iteration's the loops run, within the buffer. Runs on
+//! bufferized, vectorized MLIR, before vector transfers are lowered. Registered with MLIR from
+//! here (the FFI boundary; called from `src/mlir/bridge/context.rs`).
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -34,6 +36,9 @@ constexpr int64_t kLineBytes = 64;
 /// The most prefetches issued for one tile of an epilogue read.
 constexpr int64_t kMaxTilePrefetches = 64;
 
+/// The most lines of a panel's row prefetched per step (two: a row of 32 floats).
+constexpr int64_t kMaxPanelRowLines = 2;
+
 /// Whether `loop` accumulates a register tile: it carries a vector.
 bool accumulates(mlir::scf::ForOp loop) {
   return llvm::any_of(loop.getRegionIterArgs(), [](mlir::BlockArgument argument) {
@@ -52,10 +57,11 @@ mlir::Value rootBuffer(mlir::Value value) {
   return value;
 }
 
-/// Whether `source` is a non-constant buffer of at least `minBytes` bytes, all of them known.
-bool streamed(mlir::Value source, int64_t minBytes) {
+/// Whether `source` is a buffer of at least `minBytes` bytes, all of them known (a constant
+/// only where `constants`).
+bool streamed(mlir::Value source, int64_t minBytes, bool constants) {
   mlir::Value root = rootBuffer(source);
-  if (root.getDefiningOp<mlir::memref::GetGlobalOp>())
+  if (!constants && root.getDefiningOp<mlir::memref::GetGlobalOp>())
     return false;
   auto type = mlir::dyn_cast<mlir::MemRefType>(root.getType());
   if (!type || !type.hasStaticShape() || !type.getElementType().isIntOrFloat())
@@ -154,13 +160,19 @@ struct PrefetchNextTiles
 
   llvm::StringRef getDescription() const final {
     return "While a register tile accumulates, prefetch what the next one reads from operands "
-           "of min-bytes or more (not constants): the next block of the column the "
-           "accumulation loop walks, one prefetch per step, and the lines its epilogue reads";
+           "of min-bytes or more (constant panels of min-constant-bytes or more): the next "
+           "block of the column the accumulation loop walks, one prefetch per step, the row of "
+           "the next panel at each step, and the lines its epilogue reads";
   }
 
   Option<int64_t> minBytes{*this, "min-bytes",
                            llvm::cl::desc("the least size of an operand worth prefetching"),
                            llvm::cl::init(1 << 20)};
+
+  Option<int64_t> minConstantBytes{
+      *this, "min-constant-bytes",
+      llvm::cl::desc("the least size of a constant panel (packed weights) worth prefetching"),
+      llvm::cl::init(2 << 20)};
 
   void getDependentDialects(mlir::DialectRegistry &registry) const override {
     registry.insert<mlir::memref::MemRefDialect, mlir::arith::ArithDialect>();
@@ -200,6 +212,36 @@ struct PrefetchNextTiles
     at[rank - 1] = builder.createOrFold<mlir::arith::AddIOp>(loc, column, constant(*lower));
     builder.create<mlir::memref::PrefetchOp>(loc, read.getSource(), at, /*isWrite=*/false,
                                              /*localityHint=*/3, /*isDataCache=*/true);
+  }
+
+  /// A read of one row of a panel per step at the induction variable of `loop` (a packed
+  /// filter or B, `[..., K, columns]`, a vector of the columns at row K): prefetches the same
+  /// row of the next tile's panel, every line of it, at each step. Constants qualify: a
+  /// model's weights are read once per call, from the L3, and the first register tile over
+  /// each panel waited for its rows (the 7 x 7 1x1 convolutions of ResNet-50 and MobileNetV2,
+  /// 1 to 4 MB of filters each).
+  void prefetchPanel(mlir::vector::TransferReadOp read, mlir::scf::ForOp loop) {
+    int64_t columns = read.getVectorType().getShape()[0];
+    int64_t bits = read.getVectorType().getElementType().getIntOrFloatBitWidth();
+    int64_t lineElements = kLineBytes * 8 / bits;
+    int64_t lines = (columns + lineElements - 1) / lineElements;
+    if (lines > kMaxPanelRowLines)
+      return;
+    mlir::OpBuilder builder(loop);
+    auto next = nextTileIndices(builder, loop, read.getIndices(), loop.getInductionVar());
+    if (mlir::failed(next))
+      return;
+    mlir::Location loc = read.getLoc();
+    builder.setInsertionPoint(read);
+    for (int64_t line = 0; line < lines; ++line) {
+      llvm::SmallVector<mlir::Value> at = *next;
+      if (line != 0)
+        at.back() = builder.createOrFold<mlir::arith::AddIOp>(
+            loc, at.back(),
+            builder.create<mlir::arith::ConstantIndexOp>(loc, line * lineElements));
+      builder.create<mlir::memref::PrefetchOp>(loc, read.getSource(), at, /*isWrite=*/false,
+                                               /*localityHint=*/3, /*isDataCache=*/true);
+    }
   }
 
   /// A read of a whole tile after `loop` (an epilogue's): prefetches every line of the next
@@ -245,15 +287,25 @@ struct PrefetchNextTiles
   void runOnOperation() override {
     llvm::SmallVector<std::pair<mlir::vector::TransferReadOp, mlir::scf::ForOp>> columns;
     llvm::SmallVector<std::pair<mlir::vector::TransferReadOp, mlir::scf::ForOp>> tiles;
+    llvm::SmallVector<std::pair<mlir::vector::TransferReadOp, mlir::scf::ForOp>> panels;
     getOperation()->walk([&](mlir::vector::TransferReadOp read) {
       auto type = read.getVectorType();
       auto memref = mlir::dyn_cast<mlir::MemRefType>(read.getSource().getType());
       if (!memref || !type.getElementType().isIntOrFloat() ||
           !read.getPermutationMap().isMinorIdentity() || read.getMask() ||
-          llvm::any_of(read.getInBoundsValues(), [](bool inBounds) { return !inBounds; }) ||
-          !streamed(read.getSource(), minBytes))
+          llvm::any_of(read.getInBoundsValues(), [](bool inBounds) { return !inBounds; }))
         return;
       auto indices = read.getIndices();
+      if (auto loop = mlir::dyn_cast<mlir::scf::ForOp>(read->getParentOp());
+          loop && accumulates(loop) && type.getRank() == 1 && indices.size() >= 2 &&
+          indices[indices.size() - 2] == loop.getInductionVar() &&
+          (streamed(read.getSource(), minBytes, /*constants=*/false) ||
+           streamed(read.getSource(), minConstantBytes, /*constants=*/true))) {
+        panels.emplace_back(read, loop);
+        return;
+      }
+      if (!streamed(read.getSource(), minBytes, /*constants=*/false))
+        return;
       if (auto loop = mlir::dyn_cast<mlir::scf::ForOp>(read->getParentOp());
           loop && accumulates(loop) && type.getRank() == 2 && type.getShape()[1] == 1 &&
           indices.size() >= 2 && indices.back() == loop.getInductionVar() &&
@@ -273,6 +325,8 @@ struct PrefetchNextTiles
       prefetchColumn(read, loop);
     for (auto [read, loop] : tiles)
       prefetchTile(read, loop);
+    for (auto [read, loop] : panels)
+      prefetchPanel(read, loop);
   }
 };
 

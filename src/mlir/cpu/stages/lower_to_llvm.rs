@@ -13,7 +13,7 @@ use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::walk;
 use crate::mlir::cpu::outline::outline_kernels;
 use crate::mlir::cpu::runtime::jit::THREADS_ATTRIBUTE;
-use crate::mlir::cpu::strategy::{host_l2_bytes, prefetch_min_bytes};
+use crate::mlir::cpu::strategy::{host_l2_bytes, prefetch_constant_min_bytes, prefetch_min_bytes};
 use crate::mlir::pipeline::stages::{
     expect_mlir, run_upstream, stage_error, OptionKind, Program, Stage, StageEnv, StageOption,
     StageOptions,
@@ -34,8 +34,8 @@ const STRUCTURE: &str =
     "func.func(convert-vector-to-scf{full-unroll},expand-strided-metadata,lower-affine)";
 
 /// Prefetches, while a register tile accumulates, what the next one reads from operands not
-/// in this core's L2 (src/mlir/cpu/cxx/next_tile_prefetch.cpp); the size is the strategy's
-/// ([`prefetch_min_bytes`]).
+/// in this core's L2 (src/mlir/cpu/cxx/next_tile_prefetch.cpp); the sizes are the strategy's
+/// ([`prefetch_min_bytes`], [`prefetch_constant_min_bytes`]).
 const PREFETCH: &str = "tessera-prefetch-next-tiles";
 
 /// The passes that lower async tasks (from `tessera-parallelize`) to coroutines calling the
@@ -131,7 +131,9 @@ impl Stage for LowerToLlvm {
             .and_then(|a| IntegerAttribute::try_from(a).ok())
             .map_or(1, |a| a.value());
         let min_bytes = prefetch_min_bytes(l2_bytes, threads);
-        let prefetch = format!("{PREFETCH}{{min-bytes={min_bytes}}}");
+        let min_constant_bytes = prefetch_constant_min_bytes(l2_bytes);
+        let prefetch =
+            format!("{PREFETCH}{{min-bytes={min_bytes} min-constant-bytes={min_constant_bytes}}}");
         let mut passes = match math {
             Some("libm") => format!("{prefetch},{STRUCTURE},{REST}"),
             _ => format!("{prefetch},{STRUCTURE},{APPROXIMATE},{REST}"),
