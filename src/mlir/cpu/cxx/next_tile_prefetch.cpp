@@ -149,6 +149,19 @@ nextTileIndices(mlir::OpBuilder &builder, mlir::Operation *at, mlir::ValueRange 
   return result;
 }
 
+/// The indices `read` has in the next tile, its accumulation `loop`'s variable kept as it
+/// is (computed before `loop`); `builder` is left before `read`, where the step's prefetches
+/// go.
+mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+nextStepIndices(mlir::OpBuilder &builder, mlir::vector::TransferReadOp read,
+                mlir::scf::ForOp loop) {
+  builder.setInsertionPoint(loop);
+  auto next = nextTileIndices(builder, loop, read.getIndices(), loop.getInductionVar());
+  if (mlir::succeeded(next))
+    builder.setInsertionPoint(read);
+  return next;
+}
+
 struct PrefetchNextTiles
     : public mlir::PassWrapper<PrefetchNextTiles, mlir::OperationPass<>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(PrefetchNextTiles)
@@ -192,11 +205,10 @@ struct PrefetchNextTiles
     if (rows * bits / 8 > kLineBytes)
       return;
     mlir::OpBuilder builder(loop);
-    auto next = nextTileIndices(builder, loop, read.getIndices(), loop.getInductionVar());
+    auto next = nextStepIndices(builder, read, loop);
     if (mlir::failed(next))
       return;
     mlir::Location loc = read.getLoc();
-    builder.setInsertionPoint(read);
     auto constant = [&](int64_t value) -> mlir::Value {
       return builder.create<mlir::arith::ConstantIndexOp>(loc, value);
     };
@@ -228,11 +240,10 @@ struct PrefetchNextTiles
     if (lines > kMaxPanelRowLines)
       return;
     mlir::OpBuilder builder(loop);
-    auto next = nextTileIndices(builder, loop, read.getIndices(), loop.getInductionVar());
+    auto next = nextStepIndices(builder, read, loop);
     if (mlir::failed(next))
       return;
     mlir::Location loc = read.getLoc();
-    builder.setInsertionPoint(read);
     for (int64_t line = 0; line < lines; ++line) {
       llvm::SmallVector<mlir::Value> at = *next;
       if (line != 0)
