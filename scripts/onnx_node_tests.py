@@ -3,11 +3,12 @@
 onnx package) as files, the layout of onnx's own test data:
 
     OUT/<case>/model.onnx
-    OUT/<case>/test_data_set_0/input_<j>.pb, output_<j>.pb   (TensorProto each)
+    OUT/<case>/test_data_set_0/input_<j>.pb, output_<j>.pb   (TensorProto, SequenceProto or
+                                                              OptionalProto, by the value's type)
     OUT/<case>/tolerance.txt                                  (rtol atol)
 
-Cases whose inputs or outputs are not tensors (sequences, maps, optionals) are written with
-a file `non_tensor` instead of data: the runner counts them as unsupported.
+Cases whose inputs or outputs are maps are written with a file `non_tensor` instead of data:
+the runner counts them as unsupported.
 
 Usage: python3 scripts/onnx_node_tests.py OUT
 """
@@ -18,6 +19,17 @@ import sys
 import numpy as np
 from onnx import TensorProto, numpy_helper
 from onnx.backend.test.case import node
+
+
+def stored(value, info):
+    """`value` as the proto onnx's own test data stores for a value of `info`'s type."""
+    if info.type.HasField("sequence_type"):
+        return numpy_helper.from_list(value, info.name)
+    if info.type.HasField("optional_type"):
+        return numpy_helper.from_optional(value, info.name)
+    if isinstance(value, TensorProto):
+        return value
+    return numpy_helper.from_array(np.asarray(value), info.name)
 
 
 def main() -> None:
@@ -33,19 +45,16 @@ def main() -> None:
             f.write(f"{case.rtol} {case.atol}\n")
         graph = case.model.graph
         values = list(graph.input) + list(graph.output)
-        if any(not v.type.HasField("tensor_type") for v in values):
+        if any(v.type.HasField("map_type") for v in values):
             open(os.path.join(folder, "non_tensor"), "w").close()
             continue
         for i, (inputs, outputs) in enumerate(case.data_sets or []):
             data = os.path.join(folder, f"test_data_set_{i}")
             os.makedirs(data, exist_ok=True)
             for kind, arrays, infos in (("input", inputs, graph.input), ("output", outputs, graph.output)):
-                for j, array in enumerate(arrays):
-                    proto = array if isinstance(array, TensorProto) else numpy_helper.from_array(
-                        np.asarray(array), infos[j].name
-                    )
+                for j, value in enumerate(arrays):
                     with open(os.path.join(data, f"{kind}_{j}.pb"), "wb") as f:
-                        f.write(proto.SerializeToString())
+                        f.write(stored(value, infos[j]).SerializeToString())
     print(f"{len(cases)} node test cases in {out}", file=sys.stderr)
 
 

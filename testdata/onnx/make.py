@@ -16,6 +16,9 @@ this script says how they were made.
   output for it (needs onnxruntime: bench/.venv has it).
 - unsupported.onnx: a graph with two ops tessera does not import (a custom-domain op and
   Unique) between supported ones, for the all-at-once error.
+- sequences.onnx: a sequence input `xs` (float vectors) with a constant [100] appended and
+  concatenated (`y`), the sequence itself (`s`), and whether the optional input `b` holds a
+  value (`has`).
 """
 
 import os
@@ -112,9 +115,40 @@ def unsupported():
     )
 
 
+def sequences():
+    vectors = helper.make_tensor_sequence_value_info("xs", TensorProto.FLOAT, ["n"])
+    optional = helper.make_value_info(
+        "b",
+        helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [1])),
+    )
+    t = numpy_helper.from_array(np.array([100], dtype=np.float32), "t")
+    nodes = [
+        helper.make_node("SequenceInsert", ["xs", "t"], ["s"], name="append"),
+        helper.make_node("ConcatFromSequence", ["s"], ["y"], name="concat", axis=0),
+        helper.make_node("OptionalHasElement", ["b"], ["has"], name="has"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "sequences",
+        [vectors, optional],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, ["m"]),
+            helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, ["n"]),
+            helper.make_tensor_value_info("has", TensorProto.BOOL, []),
+        ],
+        initializer=[t],
+    )
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 18)], producer_name="tessera-tests"
+    )
+
+
 def main():
     import onnxruntime
 
+    seq = sequences()
+    onnx.checker.check_model(seq, full_check=True)
+    onnx.save(seq, os.path.join(HERE, "sequences.onnx"))
     net = conv_net()
     onnx.checker.check_model(net)
     onnx.save(net, os.path.join(HERE, "conv_net.onnx"))

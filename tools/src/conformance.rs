@@ -16,7 +16,10 @@ use tessera::mlir::pipeline::Pipeline;
 use tessera::mlir::MlirContext;
 use tessera::source::SourceFile;
 use tessera::types::ElementType;
-use tessera_onnx::{import, read_model, read_tensor, ImportError, ImportOptions, Imported};
+use tessera_onnx::proto::ValueInfoProto;
+use tessera_onnx::{
+    import, read_model, read_tensor, read_value, ImportError, ImportOptions, Imported, StoredValue,
+};
 
 /// The most bytes one test tensor may take.
 const TENSOR_LIMIT: u64 = 1 << 30;
@@ -181,7 +184,7 @@ fn lacks_feature(error: &ImportError) -> Option<String> {
                 .join("; "),
         ),
         ImportError::Model(m)
-            if m.contains("tessera has no type for") || m.contains("is not a tensor") =>
+            if m.contains("tessera has no type for") || m.contains("tessera takes") =>
         {
             Some(m.clone())
         }
@@ -192,32 +195,43 @@ fn lacks_feature(error: &ImportError) -> Option<String> {
 /// What the importer says of an input it needs at import time.
 const KNOWN_AT_IMPORT: &str = "tessera needs it known at import time";
 
-/// The case's integer inputs and vectors (from its test data `data`), by graph input name:
-/// the values an importer may need (shapes, axes, indices, a depth, scales, a region).
-fn integer_inputs(
-    model: &tessera_onnx::proto::ModelProto,
-    data: &Path,
-) -> Result<BTreeMap<String, Tensor>, Outcome> {
-    let mut bound = BTreeMap::new();
-    let inputs = model
-        .graph
-        .as_ref()
-        .map(|g| g.input.as_slice())
-        .unwrap_or_default();
-    for (j, info) in inputs.iter().enumerate() {
-        let path = data.join(format!("input_{j}.pb"));
-        let (_, tensor) = read_tensor(&path, TENSOR_LIMIT).map_err(Outcome::Fail)?;
-        if matches!(tensor.data, TensorData::Int(_)) || tensor.ty.rank() <= 1 {
-            bound.insert(info.name.clone(), tensor);
-        }
-    }
-    Ok(bound)
+/// The case's integer tensors and vectors among its input `values`, by graph input name: the
+/// values an importer may need (shapes, axes, indices, a depth, scales, a region).
+fn integer_inputs(values: &[(String, StoredValue)]) -> BTreeMap<String, Tensor> {
+    values
+        .iter()
+        .filter_map(|(name, value)| match value {
+            StoredValue::Tensor(t) if matches!(t.data, TensorData::Int(_)) || t.ty.rank() <= 1 => {
+                Some((name.clone(), t.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The values in files `path(0)`, `path(1)`, ... of the types `infos` declare, by name.
+fn stored_values(
+    infos: &[ValueInfoProto],
+    paths: &[PathBuf],
+) -> Result<Vec<(String, StoredValue)>, Outcome> {
+    paths
+        .iter()
+        .enumerate()
+        .map(|(j, path)| {
+            let info = infos.get(j);
+            match read_value(path, info.and_then(|i| i.r#type.as_ref()), TENSOR_LIMIT) {
+                Ok((name, value)) => Ok((info.map_or(name, |i| i.name.clone()), value)),
+                Err(e) if e.contains("tessera has no type for") => Err(Outcome::Unsupported(e)),
+                Err(e) => Err(Outcome::Fail(e)),
+            }
+        })
+        .collect()
 }
 
 /// Runs the case in folder `case` at `opt_level`.
 pub fn run_case(context: &MlirContext, case: &Path, opt_level: u8) -> Outcome {
     if case.join("non_tensor").exists() {
-        return Outcome::Unsupported("sequence, map or optional values".into());
+        return Outcome::Unsupported("map values".into());
     }
     let name = case.display().to_string();
     let model = match read_model(&case.join("model.onnx")) {
@@ -225,12 +239,25 @@ pub fn run_case(context: &MlirContext, case: &Path, opt_level: u8) -> Outcome {
         Err(e) => return Outcome::Fail(e.to_string()),
     };
     let data = case.join("test_data_set_0");
+    let graph = model.graph.clone().unwrap_or_default();
+    let values = match stored_values(
+        &graph.input,
+        &existing(|j| data.join(format!("input_{j}.pb"))),
+    ) {
+        Ok(values) => values,
+        Err(outcome) => return outcome,
+    };
     let mut options = ImportOptions {
         input_shapes: BTreeMap::new(),
         side_file: "model.safetensors".into(),
         source_name: format!("{name}/model.onnx (imported)"),
         bound_inputs: BTreeMap::new(),
     };
+    // Symbolic dimensions, sequence lengths and whether optionals hold a value are fixed at
+    // import time: to the test data's.
+    for (input, value) in &values {
+        options.input_shapes.insert(input.clone(), value.shape());
+    }
     let mut imported = import(&model, &options, &registry());
     if imported
         .as_ref()
@@ -240,10 +267,7 @@ pub fn run_case(context: &MlirContext, case: &Path, opt_level: u8) -> Outcome {
     {
         // A shape, axes or indices input: tessera compiles for static shapes, so it is bound
         // to the case's value at import time, as a model's own constant would be.
-        options.bound_inputs = match integer_inputs(&model, &data) {
-            Ok(bound) => bound,
-            Err(outcome) => return outcome,
-        };
+        options.bound_inputs = integer_inputs(&values);
         imported = import(&model, &options, &registry());
     }
     let imported = match imported {
@@ -255,38 +279,33 @@ pub fn run_case(context: &MlirContext, case: &Path, opt_level: u8) -> Outcome {
             }
         }
     };
-    let mut inputs: Vec<Option<Tensor>> = vec![None; imported.inputs.len()];
-    for j in 0.. {
-        let path = data.join(format!("input_{j}.pb"));
-        if !path.exists() {
-            break;
-        }
-        let bound = model
-            .graph
-            .as_ref()
-            .and_then(|g| g.input.get(j))
-            .is_some_and(|i| options.bound_inputs.contains_key(&i.name));
-        if bound {
-            continue;
-        }
-        let (input_name, tensor) = match read_tensor(&path, TENSOR_LIMIT) {
-            Ok(t) => t,
-            Err(e) if e.contains("tessera has no type for") => return Outcome::Unsupported(e),
-            Err(e) => return Outcome::Fail(e),
-        };
-        let position = imported
-            .inputs
-            .iter()
-            .position(|i| i.onnx_name == input_name)
-            .unwrap_or(j);
-        if let Some(slot) = inputs.get_mut(position) {
-            *slot = Some(tensor);
-        }
-    }
-    let Some(inputs) = inputs.into_iter().collect::<Option<Vec<Tensor>>>() else {
+    let given: BTreeMap<&str, Vec<Tensor>> = values
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.clone().into_tensors()))
+        .collect();
+    let inputs: Option<Vec<Tensor>> = imported
+        .inputs
+        .iter()
+        .map(|input| {
+            given
+                .get(input.onnx_name.as_str())
+                .and_then(|tensors| tensors.get(input.element.unwrap_or(0)))
+                .cloned()
+        })
+        .collect();
+    let Some(inputs) = inputs else {
         return Outcome::Fail("the test data lacks an input".into());
     };
-    let outputs = existing(|j| data.join(format!("output_{j}.pb")));
+    let outputs = match stored_values(
+        &graph.output,
+        &existing(|j| data.join(format!("output_{j}.pb"))),
+    ) {
+        Ok(outputs) => outputs
+            .into_iter()
+            .flat_map(|(_, value)| value.into_tensors())
+            .collect(),
+        Err(outcome) => return outcome,
+    };
     let expected = Expected {
         outputs,
         tolerance: tolerance(case),
@@ -299,9 +318,10 @@ fn existing(path: impl Fn(usize) -> PathBuf) -> Vec<PathBuf> {
     (0..).map(path).take_while(|p| p.exists()).collect()
 }
 
-/// What a case's outputs must be: the tensors in these files, within `atol + rtol |x|`.
+/// What a case's outputs must be: these tensors (a sequence output's elements in order),
+/// within `atol + rtol |x|`.
 struct Expected {
-    outputs: Vec<PathBuf>,
+    outputs: Vec<Tensor>,
     tolerance: (f64, f64),
 }
 
@@ -348,14 +368,9 @@ fn check_outputs(
             expected.len()
         ));
     }
-    for (j, (g, path)) in got.iter().zip(expected).enumerate() {
-        let want = match read_tensor(path, TENSOR_LIMIT) {
-            Ok((_, t)) => t,
-            Err(e) if e.contains("tessera has no type for") => return Outcome::Unsupported(e),
-            Err(e) => return Outcome::Fail(e),
-        };
-        if let Some(why) = mismatch(g, &want, rtol, atol) {
-            return Outcome::Fail(format!("output {j} {why}"));
+    for ((g, want), label) in got.iter().zip(expected).zip(&imported.outputs) {
+        if let Some(why) = mismatch(g, want, rtol, atol) {
+            return Outcome::Fail(format!("output '{label}' {why}"));
         }
     }
     Outcome::Pass
@@ -409,8 +424,15 @@ pub fn run_light_model(context: &MlirContext, model: &Path, opt_level: u8) -> Ou
             Tensor::from_numbers(ty, (0..n).map(|i| (i as f64 / n as f64) as f32 as f64))
         })
         .collect();
+    let mut outputs = Vec::new();
+    for path in existing(|j| model.with_file_name(output_name(model, j))) {
+        match read_tensor(&path, TENSOR_LIMIT) {
+            Ok((_, t)) => outputs.push(t),
+            Err(e) => return Outcome::Fail(e),
+        }
+    }
     let expected = Expected {
-        outputs: existing(|j| model.with_file_name(output_name(model, j))),
+        outputs,
         tolerance: (1e-3, 1e-7),
     };
     check_outputs(context, &imported, &name, &inputs, &expected, opt_level)

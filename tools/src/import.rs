@@ -35,7 +35,8 @@ pub struct ImportArgs {
     /// printed (for models whose constants are all small).
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     pub output: Option<PathBuf>,
-    /// Fix an input's symbolic dimensions: NAME=1x3x224x224 (unknown ones default to 1).
+    /// Fix an input's symbolic dimensions: NAME=1x3x224x224 (unknown ones default to 1); a
+    /// sequence input's elements, NAME=[2x3,5]; an empty optional, NAME=none.
     #[arg(long = "input-shape", value_name = "NAME=SHAPE")]
     pub input_shapes: Vec<String>,
 }

@@ -9,7 +9,7 @@ use tessera::diag::render_all;
 use tessera::frontend::{decode, load};
 use tessera::ir::Module;
 use tessera::source::SourceFile;
-use tessera_onnx::{import_file, ImportError, ImportOptions, Imported};
+use tessera_onnx::{import_file, ImportError, ImportOptions, Imported, InputShape};
 
 /// A loaded model.
 pub struct Model {
@@ -17,7 +17,8 @@ pub struct Model {
     pub file: SourceFile,
     /// The verified module.
     pub module: Module,
-    /// For an imported model: each graph input's name and the parameter it became.
+    /// For an imported model: each graph input's name (`name[i]` for element `i` of a
+    /// sequence input) and the parameter it became.
     pub aliases: Vec<(String, String)>,
     /// What the import decided that the user should know.
     pub notes: Vec<String>,
@@ -29,20 +30,38 @@ pub fn is_onnx(path: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("onnx"))
 }
 
-/// `--input-shape NAME=1x3x224x224` options as shapes by input name.
-pub fn input_shapes(specs: &[String], tool: &str) -> Result<BTreeMap<String, Vec<u64>>, String> {
+/// `--input-shape` options as shapes by input name: `NAME=1x3x224x224` for a tensor (`NAME=`
+/// for a scalar), `NAME=[2x3,5]` for a sequence of that many tensors (`NAME=[]` an empty
+/// one), `NAME=none` for an optional input that holds no value.
+pub fn input_shapes(specs: &[String], tool: &str) -> Result<BTreeMap<String, InputShape>, String> {
     let mut shapes = BTreeMap::new();
     for spec in specs {
         let bad = || {
-            format!("{tool}: error: --input-shape '{spec}' is not NAME=DxDx...D (for example x=1x3x224x224)")
+            format!(
+                "{tool}: error: --input-shape '{spec}' is not NAME=DxDx...D (for example \
+                 x=1x3x224x224), NAME=[DxD,...] (a sequence) or NAME=none (an empty optional)"
+            )
         };
         let (name, dims) = spec.rsplit_once('=').ok_or_else(bad)?;
-        let shape = if dims.is_empty() {
-            Vec::new()
-        } else {
+        let tensor = |dims: &str| -> Result<Vec<u64>, String> {
+            if dims.is_empty() {
+                return Ok(Vec::new());
+            }
             dims.split('x')
                 .map(|d| d.parse::<u64>().map_err(|_| bad()))
-                .collect::<Result<Vec<_>, _>>()?
+                .collect()
+        };
+        let shape = if dims == "none" {
+            InputShape::Absent
+        } else if let Some(list) = dims.strip_prefix('[').and_then(|d| d.strip_suffix(']')) {
+            let elements = if list.is_empty() {
+                Vec::new()
+            } else {
+                list.split(',').map(tensor).collect::<Result<_, _>>()?
+            };
+            InputShape::Sequence(elements)
+        } else {
+            InputShape::Tensor(tensor(dims)?)
         };
         if shapes.insert(name.to_string(), shape).is_some() {
             return Err(format!("{tool}: error: --input-shape gives '{name}' twice"));
@@ -88,7 +107,7 @@ pub fn load_model(path: &Path, shapes: &[String], tool: &str) -> Result<Model, S
             aliases: imported
                 .inputs
                 .into_iter()
-                .map(|i| (i.onnx_name, i.param))
+                .map(|i| (i.label(), i.param))
                 .collect(),
             notes: imported.notes,
         });

@@ -103,7 +103,7 @@ pub struct OptArgs {
     /// standard input.
     pub input: Option<PathBuf>,
     /// For an ONNX model: fix an input's symbolic dimensions, NAME=1x3x224x224 (unknown ones
-    /// default to 1).
+    /// default to 1); a sequence input's elements, NAME=[2x3,5]; an empty optional, NAME=none.
     #[arg(long = "input-shape", value_name = "NAME=SHAPE")]
     pub input_shapes: Vec<String>,
     /// Make the weights kept in a side file (`external<...>` constants) parameters of the

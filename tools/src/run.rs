@@ -62,7 +62,7 @@ pub struct RunArgs {
     /// The model (.tsr, or .onnx imported on the fly).
     pub model: PathBuf,
     /// For an ONNX model: fix an input's symbolic dimensions, NAME=1x3x224x224 (unknown ones
-    /// default to 1).
+    /// default to 1); a sequence input's elements, NAME=[2x3,5]; an empty optional, NAME=none.
     #[arg(long = "input-shape", value_name = "NAME=SHAPE")]
     pub input_shapes: Vec<String>,
     /// The function to run; may be omitted when the module has one function.

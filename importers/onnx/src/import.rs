@@ -1,12 +1,15 @@
 //! An ONNX model to a verified tessera module: the graph's inputs become parameters (their
-//! symbolic dimensions fixed), initializers constants, each node a few tessera ops through
-//! its converter, the graph's outputs the results. The module is then printed and verified
+//! symbolic dimensions fixed; a sequence input one per element, its length given like a
+//! shape; an optional input one if it holds a value), initializers constants, each node a
+//! few tessera ops through its converter, the graph's outputs the results (a sequence's
+//! elements one result each). The module is then printed and verified
 //! from that text exactly as a written `.tsr` file is (its large constants `external<...>`
 //! literals of a side file held in memory until it is written).
 
 use crate::graph::{Graph, NodeError};
+use crate::item::Item;
 use crate::nodes::{NodeConverter, Scope};
-use crate::proto::{DimensionValue, ModelProto, Value as TypeValue, ValueInfoProto};
+use crate::proto::{DimensionValue, ModelProto, TensorTypeProto, TypeProto, Value as TypeValue};
 use crate::read::{read_model, ReadError};
 use crate::tensor::{element_type, tensor_of};
 use std::collections::{BTreeMap, HashMap};
@@ -25,11 +28,23 @@ use tessera::weights::MemoryStore;
 /// The most bytes one initializer may take.
 pub const TENSOR_LIMIT: u64 = 1 << 33;
 
+/// The shape of a graph input, given at import time (`--input-shape`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InputShape {
+    /// A tensor of this shape (also an optional input holding a tensor).
+    Tensor(Vec<u64>),
+    /// A sequence of tensors of these shapes (also an optional input holding a sequence).
+    Sequence(Vec<Vec<u64>>),
+    /// An optional input that holds no value.
+    Absent,
+}
+
 /// How to import.
 #[derive(Clone, Debug)]
 pub struct ImportOptions {
-    /// Shapes for inputs with symbolic or unknown dimensions, by input name.
-    pub input_shapes: BTreeMap<String, Vec<u64>>,
+    /// Shapes for inputs with symbolic or unknown dimensions, and for every sequence input
+    /// (its length and elements' shapes), by input name.
+    pub input_shapes: BTreeMap<String, InputShape>,
     /// The side file the module's large constants refer to (relative to the `.tsr`).
     pub side_file: String,
     /// The name the printed module is verified under (in messages).
@@ -39,13 +54,30 @@ pub struct ImportOptions {
     pub bound_inputs: BTreeMap<String, Tensor>,
 }
 
-/// A graph input and the parameter it became.
+/// A graph input (or one element of a sequence input) and the parameter it became.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GraphInput {
     /// The input's name in the model.
     pub onnx_name: String,
+    /// The element's position, for an element of a sequence input.
+    pub element: Option<usize>,
     /// The parameter's name (without `%`).
     pub param: String,
+}
+
+impl GraphInput {
+    /// How tools name it: the input's name, `name[i]` for element `i` of a sequence.
+    pub fn label(&self) -> String {
+        element_label(&self.onnx_name, self.element)
+    }
+}
+
+/// `name`, or `name[i]` for element `i` of a sequence.
+fn element_label(name: &str, element: Option<usize>) -> String {
+    match element {
+        Some(i) => format!("{name}[{i}]"),
+        None => name.to_string(),
+    }
 }
 
 /// An imported model.
@@ -58,7 +90,8 @@ pub struct Imported {
     pub weights: MemoryStore,
     /// The graph's inputs in parameter order.
     pub inputs: Vec<GraphInput>,
-    /// The graph's output names in result order.
+    /// What each result is, in order: a graph output's name, `name[i]` for element `i` of a
+    /// sequence output (an empty optional output has no result).
     pub outputs: Vec<String>,
     /// What the import decided that the user should know (symbolic dimensions set to 1).
     pub notes: Vec<String>,
@@ -160,27 +193,26 @@ fn function_name(graph_name: &str) -> String {
     name
 }
 
-/// The type of graph input `info`, its unknown dimensions from `options` or 1 (noted).
-fn input_type(
-    info: &ValueInfoProto,
-    options: &ImportOptions,
+/// The type of tensor `label` (a graph input, or an element of one) of declared type
+/// `tensor`: its unknown dimensions from `given` or 1 (noted).
+fn tensor_type(
+    label: &str,
+    tensor: &TensorTypeProto,
+    given: Option<&[u64]>,
     notes: &mut Vec<String>,
 ) -> Result<TensorType, ImportError> {
-    let fail = |why: String| ImportError::Model(format!("graph input '{}' {why}", info.name));
-    let Some(TypeValue::TensorType(tensor)) = info.r#type.as_ref().and_then(|t| t.value.as_ref())
-    else {
-        return Err(fail(
-            "is not a tensor (tessera imports tensor inputs)".into(),
-        ));
-    };
+    let fail = |why: String| ImportError::Model(format!("graph input '{label}' {why}"));
     let element = element_type(tensor.elem_type).map_err(fail)?;
     let dims = tensor
         .shape
         .as_ref()
         .map(|s| s.dim.as_slice())
         .unwrap_or_default();
-    let given = options.input_shapes.get(&info.name);
     if let Some(shape) = given {
+        // A declared type without a shape takes the given one whole.
+        if tensor.shape.is_none() {
+            return Ok(TensorType::new(shape.to_vec(), element));
+        }
         if shape.len() != dims.len() {
             return Err(fail(format!(
                 "has rank {}, but --input-shape gives {}",
@@ -208,13 +240,12 @@ fn input_type(
             (Some(f), _) => f,
             (None, Some(g)) => g[i],
             (None, None) => {
-                let label = match &dim.value {
+                let dim_label = match &dim.value {
                     Some(DimensionValue::DimParam(p)) if !p.is_empty() => format!("'{p}'"),
                     _ => "unknown".into(),
                 };
                 notes.push(format!(
-                    "input '{}': dimension {i} ({label}) set to 1; choose it with --input-shape {}=...",
-                    info.name, info.name
+                    "input '{label}': dimension {i} ({dim_label}) set to 1; choose it with --input-shape {label}=...",
                 ));
                 1
             }
@@ -222,6 +253,85 @@ fn input_type(
         shape.push(d);
     }
     Ok(TensorType::new(shape, element))
+}
+
+/// The function's parameters for graph input `name` of type `ty`, shaped by `given`:
+/// one for a tensor, one per element for a sequence, those of its value for an optional
+/// that holds one. Returns the value the graph sees.
+fn graph_input(
+    g: &mut Graph,
+    name: &str,
+    ty: Option<&TypeProto>,
+    given: Option<&InputShape>,
+    inputs: &mut Vec<GraphInput>,
+    notes: &mut Vec<String>,
+) -> Result<Item, ImportError> {
+    let fail = |why: String| ImportError::Model(format!("graph input '{name}' {why}"));
+    let param = |g: &mut Graph, inputs: &mut Vec<GraphInput>, element, ty| {
+        let param_name = match element {
+            Some(i) => format!("{name}_{i}"),
+            None => name.to_string(),
+        };
+        let (value, param) = g.param(&param_name, ty);
+        inputs.push(GraphInput {
+            onnx_name: name.to_string(),
+            element,
+            param,
+        });
+        value
+    };
+    match (ty.and_then(|t| t.value.as_ref()), given) {
+        (Some(TypeValue::OptionalType(_)), Some(InputShape::Absent)) => Ok(Item::Optional(None)),
+        (_, Some(InputShape::Absent)) => Err(fail(
+            "is not optional, but --input-shape gives it as none".into(),
+        )),
+        (Some(TypeValue::TensorType(tensor)), None | Some(InputShape::Tensor(_))) => {
+            let shape = match given {
+                Some(InputShape::Tensor(shape)) => Some(shape.as_slice()),
+                _ => None,
+            };
+            let ty = tensor_type(name, tensor, shape, notes)?;
+            Ok(Item::Tensor(param(g, inputs, None, ty)))
+        }
+        (Some(TypeValue::TensorType(_)), Some(InputShape::Sequence(_))) => Err(fail(
+            "is a tensor, but --input-shape gives a sequence".into(),
+        )),
+        (Some(TypeValue::SequenceType(sequence)), Some(InputShape::Sequence(shapes))) => {
+            let Some(TypeValue::TensorType(tensor)) =
+                sequence.elem_type.as_ref().and_then(|t| t.value.as_ref())
+            else {
+                return Err(fail(
+                    "is a sequence of values other than tensors (tessera takes sequences of \
+                     tensors)"
+                        .into(),
+                ));
+            };
+            let mut elements = Vec::with_capacity(shapes.len());
+            for (i, shape) in shapes.iter().enumerate() {
+                let ty = tensor_type(&element_label(name, Some(i)), tensor, Some(shape), notes)?;
+                elements.push(param(g, inputs, Some(i), ty));
+            }
+            Ok(Item::Sequence(elements))
+        }
+        (Some(TypeValue::SequenceType(_)), _) => Err(fail(
+            "is a sequence; tessera fixes its length at import time: give its elements' \
+             shapes with --input-shape NAME=[DxD,...] ([] for an empty one)"
+                .into(),
+        )),
+        (Some(TypeValue::OptionalType(optional)), _) => {
+            if given.is_none() {
+                notes.push(format!(
+                    "input '{name}': an optional, taken to hold a value; --input-shape {name}=none \
+                     imports it empty"
+                ));
+            }
+            let inner = graph_input(g, name, optional.elem_type.as_deref(), given, inputs, notes)?;
+            Ok(Item::Optional(Some(Box::new(inner))))
+        }
+        _ => Err(fail(
+            "is neither a tensor, a sequence nor an optional (tessera takes those)".into(),
+        )),
+    }
 }
 
 /// Imports `model` through the ops of `registry`.
@@ -265,7 +375,7 @@ pub fn import(
         let tensor =
             tensor_of(init, TENSOR_LIMIT).map_err(|e| ImportError::Model(e.to_string()))?;
         let value = g.named_constant(tensor, &init.name);
-        values.insert(init.name.clone(), value);
+        values.insert(init.name.clone(), Item::Tensor(value));
     }
     let mut inputs = Vec::new();
     for info in &graph.input {
@@ -274,16 +384,18 @@ pub fn import(
         }
         if let Some(tensor) = options.bound_inputs.get(&info.name) {
             let value = g.named_constant(tensor.clone(), &info.name);
-            values.insert(info.name.clone(), value);
+            values.insert(info.name.clone(), Item::Tensor(value));
             continue;
         }
-        let ty = input_type(info, options, &mut notes)?;
-        let (value, param) = g.param(&info.name, ty);
+        let value = graph_input(
+            &mut g,
+            &info.name,
+            info.r#type.as_ref(),
+            options.input_shapes.get(&info.name),
+            &mut inputs,
+            &mut notes,
+        )?;
         values.insert(info.name.clone(), value);
-        inputs.push(GraphInput {
-            onnx_name: info.name.clone(),
-            param,
-        });
     }
 
     let mut nodes = NodeConverter::new(g, opsets);
@@ -301,11 +413,18 @@ pub fn import(
                 info.name
             ))
         })?;
-        results.push(value);
-        outputs.push(info.name.clone());
+        let tensors = value.tensors();
+        let sequence = matches!(&value, Item::Sequence(_))
+            || matches!(&value, Item::Optional(Some(inner)) if matches!(**inner, Item::Sequence(_)));
+        for (i, tensor) in tensors.into_iter().enumerate() {
+            outputs.push(element_label(&info.name, sequence.then_some(i)));
+            results.push(tensor);
+        }
     }
     if results.is_empty() {
-        return Err(ImportError::Model("the graph has no outputs".into()));
+        return Err(ImportError::Model(
+            "the graph has no outputs (an empty sequence or optional output has no tensors)".into(),
+        ));
     }
     g.set_hint("output");
     let (func, weights) = g.finish(&results).map_err(|e| match e {

@@ -1,18 +1,20 @@
 //! A graph's nodes converted in order, each through its converter, in a scope of named
-//! values; the bodies of control flow (`If`, `Loop`, `Scan`) are converted by the same, inline,
-//! in a scope that sees the enclosing one. Nodes tessera cannot import are collected, not
-//! fatal, so a model lists them all at once; what depends on them is skipped.
+//! values (tensors, sequences, optionals); the bodies of control flow (`If`, `Loop`, `Scan`,
+//! `SequenceMap`) are converted by the same, inline, in a scope that sees the enclosing one.
+//! Nodes tessera cannot import are collected, not fatal, so a model lists them all at once;
+//! what depends on them is skipped.
 
 use crate::graph::{Graph, NodeError, Val};
 use crate::import::{ImportError, UnsupportedNode, TENSOR_LIMIT};
+use crate::item::Item;
 use crate::node::Node;
-use crate::ops::{control_flow, converter};
+use crate::ops::{converter, structured};
 use crate::proto::{GraphProto, NodeProto};
 use crate::tensor::tensor_of;
 use std::collections::{HashMap, HashSet};
 
 /// The values visible to a node, by name.
-pub type Scope = HashMap<String, Val>;
+pub type Scope = HashMap<String, Item>;
 
 /// The most body nodes the import converts, every body of every control-flow node, each
 /// unrolled iteration counted: nested loops multiply.
@@ -50,7 +52,7 @@ pub struct NodeConverter<'r> {
     within: Vec<String>,
     /// The initializers of bodies converted so far, by the body's address: made constants
     /// once, however often a loop's body is unrolled.
-    body_constants: HashMap<usize, Vec<(String, Val)>>,
+    body_constants: HashMap<usize, Vec<(String, Item)>>,
     /// How many body nodes have been converted so far.
     body_nodes: u64,
 }
@@ -114,7 +116,7 @@ impl<'r> NodeConverter<'r> {
                 opset: node.opset,
                 reason,
             };
-            let flow = control_flow::converter(&proto.op_type).filter(|_| key.is_empty());
+            let flow = structured(&proto.op_type).filter(|_| key.is_empty());
             let convert = converter(&proto.op_type).filter(|_| key.is_empty());
             if flow.is_none() && convert.is_none() {
                 let entry = unsupported(self, "tessera has no converter for this op".into());
@@ -140,9 +142,10 @@ impl<'r> NodeConverter<'r> {
                 .set_hint(proto.output.first().map_or("v", String::as_str));
             let converted = match (flow, convert) {
                 (Some(flow), _) => flow(self, &node, &node_inputs, scope),
-                (None, Some(convert)) => {
-                    convert(&mut self.g, &node, &node_inputs).map_err(Failure::Node)
-                }
+                (None, Some(convert)) => tensors(&node_inputs, &proto.input)
+                    .and_then(|tensors| convert(&mut self.g, &node, &tensors))
+                    .map(|outputs| outputs.into_iter().map(Item::Tensor).collect())
+                    .map_err(Failure::Node),
                 (None, None) => unreachable!("checked above"),
             };
             match converted {
@@ -191,8 +194,8 @@ impl<'r> NodeConverter<'r> {
         node: &Node,
         body: &GraphProto,
         outer: &Scope,
-        inputs: Vec<Val>,
-    ) -> Result<Vec<Val>, Failure> {
+        inputs: Vec<Item>,
+    ) -> Result<Vec<Item>, Failure> {
         if body.input.len() != inputs.len() {
             return Err(Failure::Node(NodeError::Invalid(format!(
                 "its body '{}' takes {} inputs, not {}",
@@ -236,7 +239,7 @@ impl<'r> NodeConverter<'r> {
     }
 
     /// `body`'s initializers as constants, by name.
-    fn body_initializers(&mut self, body: &GraphProto) -> Result<Vec<(String, Val)>, Failure> {
+    fn body_initializers(&mut self, body: &GraphProto) -> Result<Vec<(String, Item)>, Failure> {
         let address = body as *const GraphProto as usize;
         if let Some(constants) = self.body_constants.get(&address) {
             return Ok(constants.clone());
@@ -245,9 +248,24 @@ impl<'r> NodeConverter<'r> {
         for init in &body.initializer {
             let tensor = tensor_of(init, TENSOR_LIMIT)
                 .map_err(|e| Failure::Body(ImportError::Model(e.to_string())))?;
-            constants.push((init.name.clone(), self.g.named_constant(tensor, &init.name)));
+            let value = Item::Tensor(self.g.named_constant(tensor, &init.name));
+            constants.push((init.name.clone(), value));
         }
         self.body_constants.insert(address, constants.clone());
         Ok(constants)
     }
+}
+
+/// A node's inputs as the tensors its converter takes: an op of tensors given a sequence or
+/// an optional is an invalid model.
+fn tensors(inputs: &[Option<Item>], names: &[String]) -> Result<Vec<Option<Val>>, NodeError> {
+    inputs
+        .iter()
+        .zip(names)
+        .map(|(item, name)| {
+            item.as_ref()
+                .map(|item| item.tensor(&format!("its input '{name}'")))
+                .transpose()
+        })
+        .collect()
 }

@@ -305,7 +305,8 @@ pub struct ValueInfoProto {
     pub doc_string: String,
 }
 
-/// A value's type: tessera reads tensor types; sequences, maps and optionals are other kinds.
+/// A value's type: a tensor, a sequence or an optional value (maps and sparse tensors are
+/// kinds tessera does not take).
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct TypeProto {
     /// The kind of value.
@@ -322,18 +323,26 @@ pub enum Value {
     /// A dense tensor.
     #[prost(message, tag = "1")]
     TensorType(TensorTypeProto),
-    /// A sequence (its element type not read).
+    /// A sequence.
     #[prost(message, tag = "4")]
-    SequenceType(OtherType),
+    SequenceType(ElementTypeProto),
     /// A map (not read).
     #[prost(message, tag = "5")]
     MapType(OtherType),
     /// A sparse tensor (not read).
     #[prost(message, tag = "8")]
     SparseTensorType(OtherType),
-    /// An optional value (not read).
+    /// An optional value.
     #[prost(message, tag = "9")]
-    OptionalType(OtherType),
+    OptionalType(ElementTypeProto),
+}
+
+/// The type of a sequence's elements, or of an optional's value.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ElementTypeProto {
+    /// The type.
+    #[prost(message, optional, boxed, tag = "1")]
+    pub elem_type: Option<Box<TypeProto>>,
 }
 
 /// A kind of value tessera does not take, its contents skipped.
@@ -379,4 +388,35 @@ pub enum DimensionValue {
     /// A symbolic size.
     #[prost(string, tag = "2")]
     DimParam(String),
+}
+
+/// A sequence of values (a test's input or output): tessera reads sequences of tensors.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SequenceProto {
+    /// The value's name.
+    #[prost(string, tag = "1")]
+    pub name: String,
+    /// What the elements are: 1 tensors, 3 sequences, 5 optionals.
+    #[prost(int32, tag = "2")]
+    pub elem_type: i32,
+    /// The elements, when tensors.
+    #[prost(message, repeated, tag = "3")]
+    pub tensor_values: Vec<TensorProto>,
+}
+
+/// An optional value (a test's input or output): nothing, a tensor or a sequence.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct OptionalProto {
+    /// The value's name.
+    #[prost(string, tag = "1")]
+    pub name: String,
+    /// What the value is: 0 nothing, 1 a tensor, 3 a sequence.
+    #[prost(int32, tag = "2")]
+    pub elem_type: i32,
+    /// The value, when a tensor.
+    #[prost(message, optional, tag = "3")]
+    pub tensor_value: Option<TensorProto>,
+    /// The value, when a sequence.
+    #[prost(message, optional, tag = "5")]
+    pub sequence_value: Option<SequenceProto>,
 }

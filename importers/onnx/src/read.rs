@@ -3,7 +3,11 @@
 //! files, and a model from anywhere must not make tessera read `/etc/shadow` or
 //! `../../secrets`).
 
-use crate::proto::{DataLocation, ModelProto, TensorProto};
+use crate::import::InputShape;
+use crate::proto::{
+    DataLocation, ModelProto, OptionalProto, SequenceProto, TensorProto, TypeProto,
+    Value as TypeValue,
+};
 use crate::tensor::tensor_of;
 use prost::Message;
 use std::path::{Path, PathBuf};
@@ -71,6 +75,91 @@ pub fn read_tensor(path: &Path, limit: u64) -> Result<(String, Tensor), String> 
         .map_err(|e| format!("'{}' is not an ONNX tensor: {e}", path.display()))?;
     let tensor = tensor_of(&proto, limit).map_err(|e| format!("'{}': {e}", path.display()))?;
     Ok((proto.name, tensor))
+}
+
+/// A value stored as ONNX test data: a tensor, a sequence of tensors, or an empty optional
+/// (an optional holding a value is that value).
+#[derive(Clone, Debug)]
+pub enum StoredValue {
+    /// A tensor.
+    Tensor(Tensor),
+    /// A sequence of tensors.
+    Sequence(Vec<Tensor>),
+    /// An optional that holds no value.
+    Nothing,
+}
+
+impl StoredValue {
+    /// The shape an input of this value is imported with.
+    pub fn shape(&self) -> InputShape {
+        match self {
+            StoredValue::Tensor(t) => InputShape::Tensor(t.ty.shape.clone()),
+            StoredValue::Sequence(ts) => {
+                InputShape::Sequence(ts.iter().map(|t| t.ty.shape.clone()).collect())
+            }
+            StoredValue::Nothing => InputShape::Absent,
+        }
+    }
+
+    /// Its tensors in order, as the function takes or gives them.
+    pub fn into_tensors(self) -> Vec<Tensor> {
+        match self {
+            StoredValue::Tensor(t) => vec![t],
+            StoredValue::Sequence(ts) => ts,
+            StoredValue::Nothing => Vec::new(),
+        }
+    }
+}
+
+/// The value of type `ty` stored in the file at `path` (a serialized `TensorProto`,
+/// `SequenceProto` or `OptionalProto`, as ONNX test data is), each tensor refused over
+/// `limit` bytes; its name and the value.
+pub fn read_value(
+    path: &Path,
+    ty: Option<&TypeProto>,
+    limit: u64,
+) -> Result<(String, StoredValue), String> {
+    let kind = ty.and_then(|t| t.value.as_ref());
+    if matches!(kind, None | Some(TypeValue::TensorType(_))) {
+        let (name, tensor) = read_tensor(path, limit)?;
+        return Ok((name, StoredValue::Tensor(tensor)));
+    }
+    let bytes =
+        std::fs::read(path).map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
+    let fail = |why: String| format!("'{}': {why}", path.display());
+    let sequence = |proto: &SequenceProto| -> Result<StoredValue, String> {
+        if proto.elem_type > 1 {
+            return Err(fail("is a sequence of values other than tensors".into()));
+        }
+        proto
+            .tensor_values
+            .iter()
+            .map(|t| tensor_of(t, limit).map_err(|e| fail(e.to_string())))
+            .collect::<Result<_, _>>()
+            .map(StoredValue::Sequence)
+    };
+    match kind {
+        Some(TypeValue::SequenceType(_)) => {
+            let proto = SequenceProto::decode(bytes.as_slice())
+                .map_err(|e| fail(format!("is not an ONNX sequence: {e}")))?;
+            Ok((proto.name.clone(), sequence(&proto)?))
+        }
+        Some(TypeValue::OptionalType(_)) => {
+            let proto = OptionalProto::decode(bytes.as_slice())
+                .map_err(|e| fail(format!("is not an ONNX optional: {e}")))?;
+            let value = match (&proto.tensor_value, &proto.sequence_value) {
+                (Some(t), _) => {
+                    StoredValue::Tensor(tensor_of(t, limit).map_err(|e| fail(e.to_string()))?)
+                }
+                (None, Some(s)) => sequence(s)?,
+                (None, None) => StoredValue::Nothing,
+            };
+            Ok((proto.name, value))
+        }
+        _ => Err(fail(
+            "holds a value of a kind tessera does not take (a map)".into(),
+        )),
+    }
 }
 
 /// The value of `key` in `tensor`'s external data entries.

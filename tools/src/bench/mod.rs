@@ -73,7 +73,7 @@ pub struct BenchArgs {
     /// A model to benchmark instead of the built-in suite (.tsr, or .onnx imported).
     pub model: Option<PathBuf>,
     /// For an ONNX model: fix an input's symbolic dimensions, NAME=1x3x224x224 (unknown ones
-    /// default to 1).
+    /// default to 1); a sequence input's elements, NAME=[2x3,5]; an empty optional, NAME=none.
     #[arg(long = "input-shape", value_name = "NAME=SHAPE")]
     pub input_shapes: Vec<String>,
     /// The model's function to time; may be omitted when it has one.

@@ -208,3 +208,68 @@ fn bad_models_are_clear_errors() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn a_sequence_input_is_fed_element_by_element_and_its_output_written_so() {
+    use tessera::exec::npy::write_npy;
+    use tessera::exec::tensor::Tensor;
+    use tessera::types::{ElementType, TensorType};
+    const SEQ: &str = "testdata/onnx/sequences.onnx";
+    let dir = scratch("sequences");
+    let vector = |name: &str, values: &[f64]| {
+        let ty = TensorType::new(vec![values.len() as u64], ElementType::F32);
+        let path = dir.join(name);
+        let bytes = write_npy(&Tensor::from_f64(&ty, values.iter().copied())).expect("npy");
+        std::fs::write(&path, bytes).expect("written");
+        path.to_str().expect("utf-8").to_string()
+    };
+    let (a, b) = (vector("a.npy", &[1.0, 2.0]), vector("b.npy", &[3.0, 4.0]));
+    let out = tool(
+        RUN,
+        &[
+            SEQ,
+            "--input-shape",
+            "xs=[2,2]",
+            "--input-shape",
+            "b=none",
+            "--input",
+            &format!("xs[0]={a}"),
+            "--input",
+            &format!("xs[1]={b}"),
+            "--compare-reference",
+            "--output-dir",
+            dir.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let output = |i: usize| {
+        let t =
+            read_npy(&std::fs::read(dir.join(format!("out{i}.npy"))).expect("out")).expect("npy");
+        (0..t.len()).map(|k| t.get_f64(k)).collect::<Vec<f64>>()
+    };
+    // y, then s's three elements, then has (b is none).
+    assert_eq!(output(0), [1.0, 2.0, 3.0, 4.0, 100.0]);
+    assert_eq!(
+        (output(1), output(2), output(3)),
+        (vec![1.0, 2.0], vec![3.0, 4.0], vec![100.0])
+    );
+    assert_eq!(output(4), [0.0]);
+
+    // A sequence's length is not in its type: without it, the import says how to give it.
+    let out = tool(RUN, &[SEQ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("graph input 'xs' is a sequence")
+            && text(&out.stderr).contains("--input-shape NAME=[DxD,...]"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = tool(RUN, &[SEQ, "--input-shape", "xs=[2,x]"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("NAME=[DxD,...] (a sequence)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -5,8 +5,9 @@
 //! constants (folded from the model's constants and static shapes, as PyTorch's exported
 //! loops have them).
 
-use super::{axis_in, input, Inputs};
+use super::{axis_in, tensor_item, Items};
 use crate::graph::{invalid, unsupported, NodeError, NodeResult, Val};
+use crate::item::Item;
 use crate::node::Node;
 use crate::nodes::{Failure, NodeConverter, Scope};
 use crate::proto::GraphProto;
@@ -14,27 +15,11 @@ use tessera::attr::Attribute;
 use tessera::exec::tensor::Tensor;
 use tessera::types::{ElementType, TensorType};
 
-/// Converts a control-flow node, whose bodies see `scope`.
-pub type ConvertFlow = fn(&mut NodeConverter, &Node, &Inputs, &Scope) -> Result<Vec<Val>, Failure>;
-
 /// The most iterations a `Loop` or `Scan` is unrolled to.
 pub const MAX_ITERATIONS: u64 = 4096;
 
 /// The most body nodes one `Loop` or `Scan` is unrolled to, all iterations together.
 const MAX_UNROLLED_NODES: u64 = 1 << 18;
-
-/// The control-flow op types.
-pub const OP_TYPES: &[&str] = &["If", "Loop", "Scan"];
-
-/// The converter of control-flow op `op_type` (default domain), if it is one.
-pub fn converter(op_type: &str) -> Option<ConvertFlow> {
-    match op_type {
-        "If" => Some(if_),
-        "Loop" => Some(loop_),
-        "Scan" => Some(scan),
-        _ => None,
-    }
-}
 
 /// Graph attribute `name` of `node`.
 fn graph<'m>(node: &Node<'m>, name: &str) -> NodeResult<&'m GraphProto> {
@@ -45,7 +30,7 @@ fn graph<'m>(node: &Node<'m>, name: &str) -> NodeResult<&'m GraphProto> {
 }
 
 /// Whether `v`, a one-element condition, is true; `None` when it is known only at run time.
-fn truth(c: &NodeConverter, v: &Val, what: &str) -> NodeResult<Option<bool>> {
+pub fn truth(c: &NodeConverter, v: &Val, what: &str) -> NodeResult<Option<bool>> {
     match c.g.numbers(v, what) {
         Ok(n) if n.len() == 1 => Ok(Some(n[0] != 0.0)),
         Ok(n) => invalid(format!("{what} has {} elements, not one", n.len())),
@@ -55,14 +40,15 @@ fn truth(c: &NodeConverter, v: &Val, what: &str) -> NodeResult<Option<bool>> {
 }
 
 /// `If`: the branch the condition takes, inlined; on a condition known only at run time,
-/// both branches and a select of their results (which must then have the same types).
-fn if_(
+/// both branches and a select of their results (which must then be of the same types; of
+/// sequences, of the same lengths; of optionals, both empty or both holding a value).
+pub fn if_(
     c: &mut NodeConverter,
     node: &Node,
-    inputs: &Inputs,
+    inputs: &Items,
     scope: &Scope,
-) -> Result<Vec<Val>, Failure> {
-    let cond = input(inputs, 0)?;
+) -> Result<Vec<Item>, Failure> {
+    let cond = tensor_item(inputs, 0)?;
     let (then_branch, else_branch) = (graph(node, "then_branch")?, graph(node, "else_branch")?);
     match truth(c, &cond, "the condition")? {
         Some(true) => c.body(node, then_branch, scope, vec![]),
@@ -80,18 +66,51 @@ fn if_(
             }
             let mut outputs = Vec::with_capacity(taken.len());
             for (a, b) in taken.iter().zip(&other) {
-                let (ta, tb) = (c.g.ty(a), c.g.ty(b));
-                if ta != tb {
-                    return Err(NodeError::Unsupported(format!(
-                        "its condition is known only at run time and its branches give {ta} and \
-                         {tb}; tessera selects between branches of the same type"
-                    ))
-                    .into());
-                }
-                outputs.push(c.g.select(&cond, a, b)?);
+                outputs.push(select(c, &cond, a, b)?);
             }
             Ok(outputs)
         }
+    }
+}
+
+/// `a` where `cond` holds, else `b`, for branch outputs of any kind: tensors of one type,
+/// sequences element by element, optionals by their contents.
+fn select(c: &mut NodeConverter, cond: &Val, a: &Item, b: &Item) -> NodeResult<Item> {
+    let differ = |what: String| {
+        unsupported(format!(
+            "its condition is computed from the graph's inputs at run time and its branches \
+             give {what}, which cannot be selected between (tessera selects between values of \
+             one type, sequences of one length, optionals both empty or both holding a value); \
+             tessera needs it known at import time"
+        ))
+    };
+    match (a, b) {
+        (Item::Tensor(a), Item::Tensor(b)) => {
+            let (ta, tb) = (c.g.ty(a), c.g.ty(b));
+            if ta != tb {
+                return differ(format!("{ta} and {tb}"));
+            }
+            Ok(Item::Tensor(c.g.select(cond, a, b)?))
+        }
+        (Item::Sequence(a), Item::Sequence(b)) if a.len() == b.len() => {
+            let mut elements = Vec::with_capacity(a.len());
+            for (a, b) in a.iter().zip(b) {
+                let both = (Item::Tensor(a.clone()), Item::Tensor(b.clone()));
+                elements.push(select(c, cond, &both.0, &both.1)?.tensor("an element")?);
+            }
+            Ok(Item::Sequence(elements))
+        }
+        (Item::Sequence(a), Item::Sequence(b)) => {
+            differ(format!("sequences of {} and {} elements", a.len(), b.len()))
+        }
+        (Item::Optional(None), Item::Optional(None)) => Ok(Item::Optional(None)),
+        (Item::Optional(Some(a)), Item::Optional(Some(b))) => {
+            Ok(Item::Optional(Some(Box::new(select(c, cond, a, b)?))))
+        }
+        (Item::Optional(_), Item::Optional(_)) => {
+            differ("an optional with a value and an empty one".into())
+        }
+        (a, b) => differ(format!("{} and {}", a.kind(), b.kind())),
     }
 }
 
@@ -144,22 +163,33 @@ fn stack(c: &mut NodeConverter, values: &[Val], axis: i64) -> NodeResult<Val> {
 
 /// `Loop`: the body once per iteration while the trip count lasts and the condition holds;
 /// the last loop-carried values, then the scan outputs stacked along a new first axis.
-fn loop_(
+pub fn loop_(
     c: &mut NodeConverter,
     node: &Node,
-    inputs: &Inputs,
+    inputs: &Items,
     scope: &Scope,
-) -> Result<Vec<Val>, Failure> {
+) -> Result<Vec<Item>, Failure> {
     let body = graph(node, "body")?;
     let trip_count = match inputs.first() {
-        Some(Some(m)) => Some(c.g.ints(m, "the trip count")?.first().copied().unwrap_or(0)),
+        Some(Some(_)) => {
+            let m = tensor_item(inputs, 0)?;
+            Some(
+                c.g.ints(&m, "the trip count")?
+                    .first()
+                    .copied()
+                    .unwrap_or(0),
+            )
+        }
         _ => None,
     };
     let mut running = match inputs.get(1) {
-        Some(Some(cond)) => known(
-            truth(c, cond, "the initial condition")?,
-            "the initial condition",
-        )?,
+        Some(Some(_)) => {
+            let cond = tensor_item(inputs, 1)?;
+            known(
+                truth(c, &cond, "the initial condition")?,
+                "the initial condition",
+            )?
+        }
         _ if trip_count.is_none() => {
             return Err(invalid_node(
                 "it has neither a trip count nor a condition: it never ends",
@@ -175,7 +205,7 @@ fn loop_(
             v.clone()
                 .ok_or_else(|| invalid_node("a loop-carried input is absent"))
         })
-        .collect::<Result<Vec<Val>, Failure>>()?;
+        .collect::<Result<Vec<Item>, Failure>>()?;
     let iterations = trip_count.map_or(u64::MAX, |m| m.max(0) as u64);
     if running && trip_count.is_some() {
         check_unrolled(iterations, body)?;
@@ -193,7 +223,7 @@ fn loop_(
             &TensorType::new(vec![], ElementType::I1),
             [1.0],
         ));
-        let mut body_inputs = vec![iteration, condition];
+        let mut body_inputs = vec![Item::Tensor(iteration), Item::Tensor(condition)];
         body_inputs.extend(carried.iter().cloned());
         let outputs = c.body(node, body, scope, body_inputs)?;
         if outputs.len() != 1 + carried.len() + scan_count {
@@ -205,16 +235,17 @@ fn loop_(
             )));
         }
         let condition = "the condition an iteration computes";
-        running = known(truth(c, &outputs[0], condition)?, condition)?;
+        let computed = outputs[0].tensor(condition)?;
+        running = known(truth(c, &computed, condition)?, condition)?;
         for (scan, v) in scans.iter_mut().zip(&outputs[1 + carried.len()..]) {
-            scan.push(v.clone());
+            scan.push(v.tensor("a scan output")?);
         }
         carried = outputs[1..1 + carried.len()].to_vec();
         i += 1;
     }
     let mut results = carried;
     for scan in &scans {
-        results.push(stack(c, scan, 0)?);
+        results.push(Item::Tensor(stack(c, scan, 0)?));
     }
     Ok(results)
 }
@@ -234,16 +265,17 @@ struct ScanAxes {
 /// `Scan`: the body once per slice of the scan inputs along their scan axes, state carried
 /// from one to the next; the last state, then the scan outputs stacked. Before opset 9 every
 /// input has a batch axis first, scanned along the next: the scan runs per batch element.
-fn scan(
+pub fn scan(
     c: &mut NodeConverter,
     node: &Node,
-    inputs: &Inputs,
+    inputs: &Items,
     scope: &Scope,
-) -> Result<Vec<Val>, Failure> {
+) -> Result<Vec<Item>, Failure> {
     let body = graph(node, "body")?;
     let batched = node.opset < 9;
     let (sequence_lens, inputs) = match inputs.split_first() {
-        Some((lens, rest)) if batched => (lens.clone(), rest),
+        Some((Some(lens), rest)) if batched => (Some(lens.tensor("sequence_lens")?), rest),
+        Some((None, rest)) if batched => (None, rest),
         _ => (None, inputs),
     };
     let scanned = node.int("num_scan_inputs", 0);
@@ -255,7 +287,7 @@ fn scan(
     }
     let (scanned, state_count) = (scanned as usize, inputs.len() - scanned as usize);
     let values = (0..inputs.len())
-        .map(|i| input(inputs, i).map_err(Failure::from))
+        .map(|i| tensor_item(inputs, i).map_err(Failure::from))
         .collect::<Result<Vec<Val>, Failure>>()?;
     let Some(output_count) = body.output.len().checked_sub(state_count) else {
         return Err(invalid_node(format!(
@@ -311,7 +343,8 @@ fn scan(
         axes.inputs.push(axis_in(axis, rank)?);
     }
     if !batched {
-        return scan_sequence(c, node, body, scope, state.to_vec(), xs, &axes);
+        let results = scan_sequence(c, node, body, scope, state.to_vec(), xs, &axes)?;
+        return Ok(results.into_iter().map(Item::Tensor).collect());
     }
     let batch = values
         .first()
@@ -353,8 +386,8 @@ fn scan(
     }
     Ok(per_batch
         .iter()
-        .map(|all| stack(c, all, 0))
-        .collect::<NodeResult<Vec<Val>>>()?)
+        .map(|all| stack(c, all, 0).map(Item::Tensor))
+        .collect::<NodeResult<Vec<Item>>>()?)
 }
 
 /// The scan of `xs` along `axes` from `state`: the last state, then the scan outputs stacked.
@@ -382,12 +415,16 @@ fn scan_sequence(
     let state_count = state.len();
     let mut scans: Vec<Vec<Val>> = vec![Vec::new(); axes.outputs.len()];
     for t in 0..length {
-        let mut body_inputs = state.clone();
+        let mut body_inputs: Vec<Item> = state.iter().cloned().map(Item::Tensor).collect();
         for ((x, &axis), &reversed) in xs.iter().zip(&axes.inputs).zip(&axes.inputs_reversed) {
             let index = if reversed { length - 1 - t } else { t };
-            body_inputs.push(element(c, x, axis, index)?);
+            body_inputs.push(Item::Tensor(element(c, x, axis, index)?));
         }
-        let outputs = c.body(node, body, scope, body_inputs)?;
+        let outputs = c
+            .body(node, body, scope, body_inputs)?
+            .iter()
+            .map(|v| v.tensor("a scan body's output"))
+            .collect::<NodeResult<Vec<Val>>>()?;
         for (scan, v) in scans.iter_mut().zip(&outputs[state_count..]) {
             scan.push(v.clone());
         }

@@ -329,11 +329,6 @@ pub fn onnx_cast(g: &mut Graph, x: &Val, to: ElementType, saturate: bool) -> Nod
     g.cast(x, to)
 }
 
-/// `Identity`: the input itself.
-pub fn identity(_: &mut Graph, _: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {
-    Ok(vec![input(inputs, 0)?])
-}
-
 /// `Softmax` and `LogSoftmax`: along `axis` from opset 13; before, over the dimensions from
 /// `axis` on, flattened (the input coerced to 2-d).
 pub fn softmax(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>> {

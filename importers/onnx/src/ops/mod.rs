@@ -1,6 +1,7 @@
 //! The converters: one function per ONNX op (or family), looked up by op type. Each builds
 //! the op from tessera ops through [`Graph`], so every imported op is checked by the same
-//! shape rules as text.
+//! shape rules as text. Most take and give tensors ([`SUPPORTED`]); those whose values may be
+//! sequences or optionals, or that have bodies, take and give any [`Item`] ([`STRUCTURED`]).
 
 mod activation;
 mod attention;
@@ -16,6 +17,7 @@ mod nn;
 mod norm;
 mod number;
 mod one_hot;
+mod optional;
 mod quant;
 mod rearrange;
 mod recurrent;
@@ -23,17 +25,27 @@ mod reduce;
 mod resize;
 mod rotary;
 mod scatter;
+mod sequence;
 mod shape;
 mod top_k;
 
 use crate::graph::{invalid, Graph, NodeResult, Val};
+use crate::item::Item;
 use crate::node::Node;
+use crate::nodes::{Failure, NodeConverter, Scope};
 
 /// A node's inputs, in order; `None` for absent optional ones.
 pub type Inputs = [Option<Val>];
 
 /// Converts one node: its outputs, in order.
 pub type Convert = fn(&mut Graph, &Node, &Inputs) -> NodeResult<Vec<Val>>;
+
+/// A node's inputs of any kind, in order; `None` for absent optional ones.
+pub type Items = [Option<Item>];
+
+/// Converts one node whose values may be sequences or optionals, or whose bodies (converted
+/// seeing `scope`) make its outputs.
+pub type ConvertItems = fn(&mut NodeConverter, &Node, &Items, &Scope) -> Result<Vec<Item>, Failure>;
 
 /// The most bytes one `Constant` or `ConstantOfShape` may take.
 pub const CONSTANT_LIMIT: u64 = 1 << 31;
@@ -44,6 +56,19 @@ pub fn input(inputs: &Inputs, index: usize) -> NodeResult<Val> {
         Some(Some(v)) => Ok(v.clone()),
         _ => invalid(format!("input #{index} is required")),
     }
+}
+
+/// Input `index` of any kind, which the op requires.
+pub fn item(inputs: &Items, index: usize) -> NodeResult<Item> {
+    match inputs.get(index) {
+        Some(Some(v)) => Ok(v.clone()),
+        _ => invalid(format!("input #{index} is required")),
+    }
+}
+
+/// Input `index`, which the op requires, a tensor.
+pub fn tensor_item(inputs: &Items, index: usize) -> NodeResult<Val> {
+    item(inputs, index)?.tensor(&format!("input #{index}"))
 }
 
 /// Axis `axis` (negative counts from the end) of a rank-`rank` tensor, checked.
@@ -63,17 +88,46 @@ pub fn converter(op_type: &str) -> Option<Convert> {
         .map(|(_, convert)| *convert)
 }
 
-/// Every op type the importer imports, in alphabetical order: those of [`SUPPORTED`] and the
-/// control flow of [`control_flow::converter`].
+/// The converter of ONNX op `op_type` (default domain) among [`STRUCTURED`], if it is one.
+pub fn structured(op_type: &str) -> Option<ConvertItems> {
+    STRUCTURED
+        .iter()
+        .find(|(name, _)| *name == op_type)
+        .map(|(_, convert)| *convert)
+}
+
+/// Every op type the importer imports, in alphabetical order: those of [`SUPPORTED`] and of
+/// [`STRUCTURED`].
 pub fn op_types() -> Vec<&'static str> {
     let mut types: Vec<&'static str> = SUPPORTED
         .iter()
         .map(|(name, _)| *name)
-        .chain(control_flow::OP_TYPES.iter().copied())
+        .chain(STRUCTURED.iter().map(|(name, _)| *name))
         .collect();
     types.sort_unstable();
     types
 }
+
+/// The op types whose values may be sequences or optionals, or that have bodies, with their
+/// converters.
+pub static STRUCTURED: &[(&str, ConvertItems)] = &[
+    ("ConcatFromSequence", sequence::concat_from_sequence),
+    ("Identity", optional::identity),
+    ("If", control_flow::if_),
+    ("Loop", control_flow::loop_),
+    ("Optional", optional::optional),
+    ("OptionalGetElement", optional::get_element),
+    ("OptionalHasElement", optional::has_element),
+    ("Scan", control_flow::scan),
+    ("SequenceAt", sequence::at),
+    ("SequenceConstruct", sequence::construct),
+    ("SequenceEmpty", sequence::empty),
+    ("SequenceErase", sequence::erase),
+    ("SequenceInsert", sequence::insert),
+    ("SequenceLength", sequence::length),
+    ("SequenceMap", sequence::map),
+    ("SplitToSequence", sequence::split_to_sequence),
+];
 
 /// Every op type the importer converts node by node, with its converter.
 pub static SUPPORTED: &[(&str, Convert)] = &[
@@ -140,7 +194,6 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("HardSigmoid", elementwise::hard),
     ("HardSwish", elementwise::hard),
     ("Hardmax", one_hot::hardmax),
-    ("Identity", elementwise::identity),
     ("InstanceNormalization", nn::instance_norm),
     ("IsInf", number::number),
     ("IsNaN", number::number),

@@ -158,23 +158,28 @@ pub fn concat(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val
     let Some(first) = values.first() else {
         return invalid("it has no inputs");
     };
-    let rank = g.ty(first).rank();
-    let axis = axis_in(node.int("axis", 0), rank)?;
+    let axis = axis_in(node.int("axis", 0), g.ty(first).rank())?;
+    Ok(vec![concat_values(g, &values, axis)?])
+}
+
+/// `values` (at least one) concatenated along `axis`.
+pub fn concat_values(g: &mut Graph, values: &[Val], axis: usize) -> NodeResult<Val> {
     // Empty operands contribute nothing (ONNX allows them; tessera needs none).
     let parts: Vec<Val> = values
         .iter()
         .filter(|v| g.ty(v).shape.get(axis).is_none_or(|&d| d > 0))
         .cloned()
         .collect();
-    match parts.as_slice() {
-        [] => Ok(vec![first.clone()]),
-        [one] => Ok(vec![one.clone()]),
-        _ => Ok(vec![g.op(
+    match (parts.as_slice(), values.first()) {
+        ([], Some(first)) => Ok(first.clone()),
+        ([], None) => invalid("it concatenates nothing"),
+        ([one], _) => Ok(one.clone()),
+        _ => g.op(
             "array.concat",
             &parts,
             &[("axis", Attribute::Int(axis as i64))],
             None,
-        )?]),
+        ),
     }
 }
 
@@ -217,19 +222,25 @@ pub fn split(g: &mut Graph, node: &Node, inputs: &Inputs) -> NodeResult<Vec<Val>
                 .collect()
         }
     };
-    if sizes.iter().sum::<u64>() != dim {
+    split_into(g, &x, axis, &sizes)
+}
+
+/// `x` cut along `axis` into consecutive parts of `sizes`, which must add up to its extent.
+pub fn split_into(g: &mut Graph, x: &Val, axis: usize, sizes: &[u64]) -> NodeResult<Vec<Val>> {
+    let ty = g.ty(x);
+    if sizes.iter().sum::<u64>() != ty.shape[axis] {
         return invalid(format!(
             "split sizes {sizes:?} do not add up to dimension {axis} of {ty}"
         ));
     }
     let mut outputs = Vec::new();
     let mut start = 0;
-    for size in sizes {
+    for &size in sizes {
         let mut from = vec![0; ty.rank()];
         let mut to = ty.shape.clone();
         from[axis] = start;
         to[axis] = start + size;
-        outputs.push(g.slice(&x, &from, &to, &vec![1; ty.rank()])?);
+        outputs.push(g.slice(x, &from, &to, &vec![1; ty.rank()])?);
         start += size;
     }
     Ok(outputs)

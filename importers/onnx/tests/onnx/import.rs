@@ -12,15 +12,15 @@ use tessera::exec::tensor::Tensor;
 use tessera::ir::{Module, OpKind};
 use tessera::types::{ElementType, TensorType};
 use tessera_onnx::proto::*;
-use tessera_onnx::{import, ImportError, ImportOptions, Imported};
+use tessera_onnx::{import, ImportError, ImportOptions, Imported, InputShape};
 
-fn registry() -> Registry {
+pub(crate) fn registry() -> Registry {
     Registry::new()
         .with(&tessera_array::ARRAY)
         .with(&tessera_nn::NN)
 }
 
-fn options() -> ImportOptions {
+pub(crate) fn options() -> ImportOptions {
     ImportOptions {
         input_shapes: BTreeMap::new(),
         side_file: "model.safetensors".into(),
@@ -30,7 +30,7 @@ fn options() -> ImportOptions {
 }
 
 /// A tensor value of `DataType::Float` with `dims` (a negative one symbolic, named `N`).
-fn value(name: &str, dims: &[i64]) -> ValueInfoProto {
+pub(crate) fn value(name: &str, dims: &[i64]) -> ValueInfoProto {
     let dim = dims
         .iter()
         .map(|&d| Dimension {
@@ -55,7 +55,7 @@ fn value(name: &str, dims: &[i64]) -> ValueInfoProto {
     }
 }
 
-fn int_attr(name: &str, i: i64) -> AttributeProto {
+pub(crate) fn int_attr(name: &str, i: i64) -> AttributeProto {
     AttributeProto {
         name: name.into(),
         r#type: AttributeType::Int as i32,
@@ -73,7 +73,12 @@ fn ints_attr(name: &str, ints: &[i64]) -> AttributeProto {
     }
 }
 
-fn node(op: &str, inputs: &[&str], outputs: &[&str], attribute: Vec<AttributeProto>) -> NodeProto {
+pub(crate) fn node(
+    op: &str,
+    inputs: &[&str],
+    outputs: &[&str],
+    attribute: Vec<AttributeProto>,
+) -> NodeProto {
     NodeProto {
         input: inputs.iter().map(|s| s.to_string()).collect(),
         output: outputs.iter().map(|s| s.to_string()).collect(),
@@ -84,7 +89,7 @@ fn node(op: &str, inputs: &[&str], outputs: &[&str], attribute: Vec<AttributePro
     }
 }
 
-fn floats(name: &str, dims: &[i64], values: Vec<f32>) -> TensorProto {
+pub(crate) fn floats(name: &str, dims: &[i64], values: Vec<f32>) -> TensorProto {
     TensorProto {
         dims: dims.to_vec(),
         data_type: DataType::Float as i32,
@@ -94,7 +99,7 @@ fn floats(name: &str, dims: &[i64], values: Vec<f32>) -> TensorProto {
     }
 }
 
-fn int64s(name: &str, values: &[i64]) -> TensorProto {
+pub(crate) fn int64s(name: &str, values: &[i64]) -> TensorProto {
     TensorProto {
         dims: vec![values.len() as i64],
         data_type: DataType::Int64 as i32,
@@ -104,7 +109,7 @@ fn int64s(name: &str, values: &[i64]) -> TensorProto {
     }
 }
 
-fn model(
+pub(crate) fn model(
     nodes: Vec<NodeProto>,
     inputs: Vec<ValueInfoProto>,
     outputs: Vec<ValueInfoProto>,
@@ -128,7 +133,7 @@ fn model(
     }
 }
 
-fn imported(m: &ModelProto) -> Imported {
+pub(crate) fn imported(m: &ModelProto) -> Imported {
     import(m, &options(), &registry()).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -209,12 +214,16 @@ fn a_dense_layer_computes_what_the_graph_does() {
 fn input_shapes_fix_symbolic_dimensions_and_are_checked() {
     let (m, _) = dense_model();
     let mut with_shape = options();
-    with_shape.input_shapes.insert("x".into(), vec![8, 3]);
+    with_shape
+        .input_shapes
+        .insert("x".into(), InputShape::Tensor(vec![8, 3]));
     let result = import(&m, &with_shape, &registry()).expect("imports");
     assert!(result.notes.is_empty());
     assert_eq!(result.module.funcs[0].result_types[0].shape, [8, 40]);
     let mut wrong_static = options();
-    wrong_static.input_shapes.insert("x".into(), vec![8, 4]);
+    wrong_static
+        .input_shapes
+        .insert("x".into(), InputShape::Tensor(vec![8, 4]));
     let error = import(&m, &wrong_static, &registry())
         .err()
         .expect("refused")
@@ -224,7 +233,9 @@ fn input_shapes_fix_symbolic_dimensions_and_are_checked() {
         "{error}"
     );
     let mut unknown = options();
-    unknown.input_shapes.insert("z".into(), vec![1]);
+    unknown
+        .input_shapes
+        .insert("z".into(), InputShape::Tensor(vec![1]));
     let error = import(&m, &unknown, &registry())
         .err()
         .expect("refused")
@@ -833,7 +844,7 @@ fn the_readme_lists_every_imported_op() {
 }
 
 /// A tensor value of element type `ty` with static `dims`.
-fn typed_value(name: &str, dims: &[i64], ty: DataType) -> ValueInfoProto {
+pub(crate) fn typed_value(name: &str, dims: &[i64], ty: DataType) -> ValueInfoProto {
     let mut v = value(name, dims);
     if let Some(Value::TensorType(t)) = v.r#type.as_mut().and_then(|t| t.value.as_mut()) {
         t.elem_type = ty as i32;
@@ -842,7 +853,7 @@ fn typed_value(name: &str, dims: &[i64], ty: DataType) -> ValueInfoProto {
 }
 
 /// A graph attribute: a body with `nodes`, its inputs and outputs named.
-fn body_attr(
+pub(crate) fn body_attr(
     name: &str,
     nodes: Vec<NodeProto>,
     inputs: &[&str],
@@ -863,7 +874,7 @@ fn body_attr(
 }
 
 /// A rank-0 int64 tensor.
-fn int64_scalar(name: &str, v: i64) -> TensorProto {
+pub(crate) fn int64_scalar(name: &str, v: i64) -> TensorProto {
     TensorProto {
         dims: vec![],
         ..int64s(name, &[v])

@@ -4,4 +4,5 @@
 mod corrupt;
 mod import;
 mod read;
+mod sequences;
 mod tensors;
