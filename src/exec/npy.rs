@@ -1,5 +1,6 @@
 //! NumPy `.npy` files: host tensors read from format versions 1.0, 2.0 and 3.0, and written
-//! as version 1.0, little-endian and in C order.
+//! as version 1.0, little-endian and in C order; arrays of strings (for models that take or
+//! give them) read and written apart, as shapes and strings.
 //!
 //! The dtypes are those with an element type here: `<f2` (f16), `<f4` (f32), `<f8` (f64),
 //! `|i1` (i8), `<i4` (i32), `<i8` (i64) and `|b1` (i1). bf16 has no NumPy dtype of its own:
@@ -92,6 +93,12 @@ pub enum NpyError {
         /// Its byte.
         byte: u8,
     },
+    /// A string element that is not valid UTF-32 or UTF-8.
+    #[error("element {index} of a string array is not valid text")]
+    InvalidString {
+        /// The element's row-major index.
+        index: usize,
+    },
     /// Writing a tensor whose elements do not fit its type.
     #[error("the tensor cannot be written: it {0}")]
     InvalidTensor(String),
@@ -115,6 +122,41 @@ pub fn read_npy(bytes: &[u8]) -> Result<Tensor, NpyError> {
 /// (`<V1`, `|V1`, `<f1`, `|f1`: how ml_dtypes writes its 8-, 4- and 2-bit types, which the
 /// dtype alone does not tell apart) are read as `expected` when it is a storage-only type.
 pub fn read_npy_expecting(bytes: &[u8], expected: Option<ElementType>) -> Result<Tensor, NpyError> {
+    let (header, data) = split(bytes)?;
+    let (dtype, shape) = parse_header(&header, expected.filter(|e| e.is_storage_only()))?;
+    let Dtype::Element(element) = dtype else {
+        return Err(NpyError::UnsupportedDtype(format!(
+            "'{header_descr}'",
+            header_descr = dtype.descr()
+        )));
+    };
+    let ty = TensorType::new(shape, element);
+    let count = ty
+        .num_elements()
+        .filter(|&n| n <= i64::MAX as u64 && ty.shape.iter().all(|&d| d <= i64::MAX as u64));
+    let expected = count
+        .and_then(|n| n.checked_mul(item_size(element)))
+        .filter(|&n| n <= i64::MAX as u64)
+        .ok_or_else(|| NpyError::ShapeOverflow(shape_tuple(&ty.shape)))?;
+    check_length(data, expected)?;
+    let data = decode(element, data)?;
+    Ok(Tensor { ty, data })
+}
+
+/// That `data` holds exactly `expected` bytes.
+fn check_length(data: &[u8], expected: u64) -> Result<(), NpyError> {
+    let found = data.len() as u64;
+    if found < expected {
+        return Err(NpyError::Truncated { expected, found });
+    }
+    if found > expected {
+        return Err(NpyError::TrailingData { expected, found });
+    }
+    Ok(())
+}
+
+/// A `.npy` file's header (its dictionary's text) and the data after it.
+fn split(bytes: &[u8]) -> Result<(String, &[u8]), NpyError> {
     if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
         return Err(NpyError::BadMagic);
     }
@@ -151,25 +193,79 @@ pub fn read_npy_expecting(bytes: &[u8], expected: Option<ElementType>) -> Result
         // Versions 1.0 and 2.0 are Latin-1: every byte is the code point of its value.
         header_bytes.iter().map(|&b| char::from(b)).collect()
     };
-    let (element, shape) = parse_header(&header, expected.filter(|e| e.is_storage_only()))?;
-    let ty = TensorType::new(shape, element);
-    let count = ty
-        .num_elements()
-        .filter(|&n| n <= i64::MAX as u64 && ty.shape.iter().all(|&d| d <= i64::MAX as u64));
+    Ok((header, &bytes[header_start + header_len..]))
+}
+
+/// Reads a `.npy` file of strings (`<U` or `>U`: UTF-32 code points, `|S`: bytes, taken as
+/// UTF-8; each of fixed width, NUL-padded), in C order: its shape and strings.
+pub fn read_npy_strings(bytes: &[u8]) -> Result<(Vec<u64>, Vec<String>), NpyError> {
+    let (header, data) = split(bytes)?;
+    let (dtype, shape) = parse_header(&header, None)?;
+    let width = match dtype {
+        Dtype::Unicode(chars, _) => chars * 4,
+        Dtype::Bytes(width) => width,
+        Dtype::Element(element) => {
+            return Err(NpyError::UnsupportedDtype(format!(
+                "'{}' (numbers, where strings are expected: '<U' or '|S')",
+                Dtype::Element(element).descr()
+            )))
+        }
+    };
+    let count = shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d));
     let expected = count
-        .and_then(|n| n.checked_mul(item_size(element)))
+        .and_then(|n| n.checked_mul(width as u64))
         .filter(|&n| n <= i64::MAX as u64)
-        .ok_or_else(|| NpyError::ShapeOverflow(shape_tuple(&ty.shape)))?;
-    let data = &bytes[header_start + header_len..];
-    let found = data.len() as u64;
-    if found < expected {
-        return Err(NpyError::Truncated { expected, found });
+        .ok_or_else(|| NpyError::ShapeOverflow(shape_tuple(&shape)))?;
+    check_length(data, expected)?;
+    if width == 0 {
+        return Ok((shape, vec![String::new(); count.unwrap_or(0) as usize]));
     }
-    if found > expected {
-        return Err(NpyError::TrailingData { expected, found });
+    let strings = data
+        .chunks(width)
+        .enumerate()
+        .map(|(index, item)| match dtype {
+            Dtype::Unicode(_, big_endian) => item
+                .chunks(4)
+                .map(|c| {
+                    let bytes = [c[0], c[1], c[2], c[3]];
+                    let code = if big_endian {
+                        u32::from_be_bytes(bytes)
+                    } else {
+                        u32::from_le_bytes(bytes)
+                    };
+                    char::from_u32(code).ok_or(NpyError::InvalidString { index })
+                })
+                .collect::<Result<String, _>>()
+                .map(|s| s.trim_end_matches('\0').to_string()),
+            _ => {
+                let end = item.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+                String::from_utf8(item[..end].to_vec())
+                    .map_err(|_| NpyError::InvalidString { index })
+            }
+        })
+        .collect::<Result<Vec<String>, _>>()?;
+    Ok((shape, strings))
+}
+
+/// Writes strings of `shape` (row-major) as a `.npy` file of dtype `<U` (UTF-32, as NumPy
+/// keeps `str` arrays), as wide as the longest string.
+pub fn write_npy_strings(shape: &[u64], strings: &[String]) -> Vec<u8> {
+    let chars = strings
+        .iter()
+        .map(|s| s.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let mut data = Vec::with_capacity(strings.len() * chars * 4);
+    for s in strings {
+        let mut n = 0;
+        for c in s.chars() {
+            data.extend_from_slice(&u32::from(c).to_le_bytes());
+            n += 1;
+        }
+        data.resize(data.len() + (chars - n) * 4, 0);
     }
-    let data = decode(element, data)?;
-    Ok(Tensor { ty, data })
+    with_header(&format!("<U{chars}"), shape, data)
 }
 
 /// Writes `tensor` as a `.npy` file of format 1.0 (2.0 when the header exceeds 65535 bytes,
@@ -185,9 +281,16 @@ pub fn write_npy(tensor: &Tensor) -> Result<Vec<u8>, NpyError> {
     if let Some(problem) = tensor.inconsistency() {
         return Err(NpyError::InvalidTensor(problem));
     }
+    Ok(with_header(descr, &tensor.ty.shape, bytes::encode(tensor)))
+}
+
+/// A `.npy` file of dtype `descr` and `shape` holding `data`: format 1.0 (2.0 when the header
+/// exceeds 65535 bytes, as NumPy does), C order, the header padded with spaces to a multiple
+/// of 64 bytes and ended by a newline.
+fn with_header(descr: &str, shape: &[u64], data: Vec<u8>) -> Vec<u8> {
     let dict = format!(
         "{{'descr': '{descr}', 'fortran_order': False, 'shape': {}, }}",
-        shape_tuple(&tensor.ty.shape)
+        shape_tuple(shape)
     );
     // The header (dictionary, spaces, newline) after the preamble (magic, version, length).
     let header_len = |preamble: usize| {
@@ -201,15 +304,15 @@ pub fn write_npy(tensor: &Tensor) -> Result<Vec<u8>, NpyError> {
     };
     let header_len = header_len(MAGIC.len() + 2 + length_size);
     let padding = header_len - dict.len() - 1;
-    let mut out = Vec::with_capacity(MAGIC.len() + 2 + length_size + header_len + tensor.len() * 8);
+    let mut out = Vec::with_capacity(MAGIC.len() + 2 + length_size + header_len + data.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&[version, 0]);
     out.extend_from_slice(&header_len.to_le_bytes()[..length_size]);
     out.extend_from_slice(dict.as_bytes());
     out.resize(out.len() + padding, b' ');
     out.push(b'\n');
-    out.extend(bytes::encode(tensor));
-    Ok(out)
+    out.extend(data);
+    out
 }
 
 /// A [`NpyError::MalformedHeader`].
@@ -294,10 +397,7 @@ impl fmt::Display for Literal {
 }
 
 /// The element type and shape a header describes.
-fn parse_header(
-    header: &str,
-    storage: Option<ElementType>,
-) -> Result<(ElementType, Vec<u64>), NpyError> {
+fn parse_header(header: &str, storage: Option<ElementType>) -> Result<(Dtype, Vec<u64>), NpyError> {
     let mut parser = LiteralParser {
         chars: header.chars().collect(),
         at: 0,
@@ -340,9 +440,23 @@ fn parse_header(
             )))
         }
     }
+    let width = |d: &str, prefixes: &[&str]| {
+        prefixes
+            .iter()
+            .find_map(|p| d.strip_prefix(p))
+            .and_then(|n| n.parse::<usize>().ok())
+    };
     let element = match &descr {
-        Literal::Str(d) if ["<V1", "|V1", "<f1", "|f1"].contains(&d.as_str()) => storage,
-        Literal::Str(d) => DTYPES.iter().find(|(name, _)| name == d).map(|(_, e)| *e),
+        Literal::Str(d) if ["<V1", "|V1", "<f1", "|f1"].contains(&d.as_str()) => {
+            storage.map(Dtype::Element)
+        }
+        Literal::Str(d) => DTYPES
+            .iter()
+            .find(|(name, _)| name == d)
+            .map(|(_, e)| Dtype::Element(*e))
+            .or_else(|| width(d, &["<U", "|U"]).map(|n| Dtype::Unicode(n, false)))
+            .or_else(|| width(d, &[">U"]).map(|n| Dtype::Unicode(n, true)))
+            .or_else(|| width(d, &["|S"]).map(Dtype::Bytes)),
         _ => None,
     }
     .ok_or_else(|| NpyError::UnsupportedDtype(descr.to_string()))?;
@@ -362,6 +476,32 @@ fn parse_header(
         ))
     })?;
     Ok((element, dims))
+}
+
+/// What a header's `descr` says the elements are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dtype {
+    /// Numbers of an element type.
+    Element(ElementType),
+    /// Strings of this many UTF-32 code points, big-endian when true.
+    Unicode(usize, bool),
+    /// Strings of this many bytes.
+    Bytes(usize),
+}
+
+impl Dtype {
+    /// The `descr` NumPy writes for it.
+    fn descr(self) -> String {
+        match self {
+            Dtype::Element(element) => DTYPES.iter().find(|(_, e)| *e == element).map_or_else(
+                || storage_descr(element).to_string(),
+                |(d, _)| d.to_string(),
+            ),
+            Dtype::Unicode(n, false) => format!("<U{n}"),
+            Dtype::Unicode(n, true) => format!(">U{n}"),
+            Dtype::Bytes(n) => format!("|S{n}"),
+        }
+    }
 }
 
 /// A recursive-descent parser of the Python literals a header may hold: dictionaries, tuples,
@@ -545,6 +685,67 @@ mod tests {
 
     fn le_f32(values: &[f32]) -> Vec<u8> {
         values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn strings_read_as_numpy_writes_them_and_round_trip() {
+        // np.array([["ab", "é"], ["", "xyz"]]) is '<U3': three UTF-32 code points each.
+        let utf32 = |s: &str| {
+            let mut v: Vec<u8> = s.chars().flat_map(|c| u32::from(c).to_le_bytes()).collect();
+            v.resize(12, 0);
+            v
+        };
+        let data: Vec<u8> = ["ab", "é", "", "xyz"]
+            .iter()
+            .flat_map(|s| utf32(s))
+            .collect();
+        let bytes = npy_v1(
+            "{'descr': '<U3', 'fortran_order': False, 'shape': (2, 2), }",
+            &data,
+        );
+        let (shape, strings) = read_npy_strings(&bytes).expect("valid");
+        assert_eq!(shape, [2, 2]);
+        assert_eq!(strings, ["ab", "é", "", "xyz"]);
+        assert_eq!(write_npy_strings(&shape, &strings), bytes);
+        // Bytes strings, NUL-padded.
+        let bytes = npy_v1(
+            "{'descr': '|S2', 'fortran_order': False, 'shape': (2,), }",
+            b"a\0bc",
+        );
+        assert_eq!(read_npy_strings(&bytes).expect("valid").1, ["a", "bc"]);
+        // Numbers where strings are expected, and strings where numbers are, are errors.
+        let numbers = npy_v1(
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }",
+            &le_f32(&[1.0]),
+        );
+        assert!(
+            matches!(read_npy_strings(&numbers), Err(NpyError::UnsupportedDtype(d)) if d.contains("strings are expected"))
+        );
+        let text = npy_v1(
+            "{'descr': '<U3', 'fortran_order': False, 'shape': (1,), }",
+            &utf32("abc"),
+        );
+        assert!(matches!(
+            read_npy(&text),
+            Err(NpyError::UnsupportedDtype(_))
+        ));
+        // A code point past Unicode, or data cut short.
+        let bad = npy_v1(
+            "{'descr': '<U1', 'fortran_order': False, 'shape': (1,), }",
+            &0x11_0000u32.to_le_bytes(),
+        );
+        assert_eq!(
+            read_npy_strings(&bad),
+            Err(NpyError::InvalidString { index: 0 })
+        );
+        let short = npy_v1(
+            "{'descr': '<U3', 'fortran_order': False, 'shape': (2,), }",
+            &utf32("abc"),
+        );
+        assert!(matches!(
+            read_npy_strings(&short),
+            Err(NpyError::Truncated { .. })
+        ));
     }
 
     #[test]

@@ -19,6 +19,8 @@ this script says how they were made.
 - sequences.onnx: a sequence input `xs` (float vectors) with a constant [100] appended and
   concatenated (`y`), the sequence itself (`s`), and whether the optional input `b` holds a
   value (`has`).
+- strings.onnx: a string input `words` [3]: whether each is "dog" (`is_dog`), and the words
+  in reverse order (`reversed`, strings).
 """
 
 import os
@@ -143,8 +145,34 @@ def sequences():
     )
 
 
+def strings():
+    order = numpy_helper.from_array(np.array([2, 1, 0], dtype=np.int64), "order")
+    nodes = [
+        helper.make_node("Constant", [], ["key"], name="key", value_string="dog"),
+        helper.make_node("Equal", ["words", "key"], ["is_dog"], name="equal"),
+        helper.make_node("Gather", ["words", "order"], ["reversed"], name="reverse"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "strings",
+        [helper.make_tensor_value_info("words", TensorProto.STRING, [3])],
+        [
+            helper.make_tensor_value_info("is_dog", TensorProto.BOOL, [3]),
+            helper.make_tensor_value_info("reversed", TensorProto.STRING, [3]),
+        ],
+        initializer=[order],
+    )
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 19)], producer_name="tessera-tests"
+    )
+
+
 def main():
     import onnxruntime
+
+    words = strings()
+    onnx.checker.check_model(words, full_check=True)
+    onnx.save(words, os.path.join(HERE, "strings.onnx"))
 
     seq = sequences()
     onnx.checker.check_model(seq, full_check=True)

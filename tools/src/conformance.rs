@@ -18,7 +18,8 @@ use tessera::source::SourceFile;
 use tessera::types::ElementType;
 use tessera_onnx::proto::ValueInfoProto;
 use tessera_onnx::{
-    import, read_model, read_tensor, read_value, ImportError, ImportOptions, Imported, StoredValue,
+    import, read_model, read_tensor, read_value, ImportError, ImportOptions, Imported,
+    StoredTensor, StoredValue, StringTable,
 };
 
 /// The most bytes one test tensor may take.
@@ -201,7 +202,9 @@ fn integer_inputs(values: &[(String, StoredValue)]) -> BTreeMap<String, Tensor> 
     values
         .iter()
         .filter_map(|(name, value)| match value {
-            StoredValue::Tensor(t) if matches!(t.data, TensorData::Int(_)) || t.ty.rank() <= 1 => {
+            StoredValue::Tensor(StoredTensor::Numbers(t))
+                if matches!(t.data, TensorData::Int(_)) || t.ty.rank() <= 1 =>
+            {
                 Some((name.clone(), t.clone()))
             }
             _ => None,
@@ -279,10 +282,14 @@ pub fn run_case(context: &MlirContext, case: &Path, opt_level: u8) -> Outcome {
             }
         }
     };
-    let given: BTreeMap<&str, Vec<Tensor>> = values
-        .iter()
-        .map(|(name, value)| (name.as_str(), value.clone().into_tensors()))
-        .collect();
+    // String inputs are interned into the import's table, string outputs read back from it.
+    let mut strings = imported.strings.clone();
+    let mut given: BTreeMap<&str, Vec<Tensor>> = BTreeMap::new();
+    for (name, value) in &values {
+        let parts = value.clone().into_parts();
+        let tensors = parts.into_iter().map(|t| t.into_tensor(&mut strings));
+        given.insert(name.as_str(), tensors.collect());
+    }
     let inputs: Option<Vec<Tensor>> = imported
         .inputs
         .iter()
@@ -302,7 +309,7 @@ pub fn run_case(context: &MlirContext, case: &Path, opt_level: u8) -> Outcome {
     ) {
         Ok(outputs) => outputs
             .into_iter()
-            .flat_map(|(_, value)| value.into_tensors())
+            .flat_map(|(_, value)| value.into_parts())
             .collect(),
         Err(outcome) => return outcome,
     };
@@ -310,7 +317,9 @@ pub fn run_case(context: &MlirContext, case: &Path, opt_level: u8) -> Outcome {
         outputs,
         tolerance: tolerance(case),
     };
-    check_outputs(context, &imported, &name, &inputs, &expected, opt_level)
+    check_outputs(
+        context, &imported, &name, &strings, &inputs, &expected, opt_level,
+    )
 }
 
 /// The files `path(0)`, `path(1)`, ... up to the first that does not exist.
@@ -319,18 +328,19 @@ fn existing(path: impl Fn(usize) -> PathBuf) -> Vec<PathBuf> {
 }
 
 /// What a case's outputs must be: these tensors (a sequence output's elements in order),
-/// within `atol + rtol |x|`.
+/// within `atol + rtol |x|`; tensors of strings equal.
 struct Expected {
-    outputs: Vec<Tensor>,
+    outputs: Vec<StoredTensor>,
     tolerance: (f64, f64),
 }
 
 /// Compiles `imported` at `opt_level`, calls it on `inputs` and compares its outputs with the
-/// `expected` ones.
+/// `expected` ones (string outputs read through `strings`).
 fn check_outputs(
     context: &MlirContext,
     imported: &Imported,
     name: &str,
+    strings: &StringTable,
     inputs: &[Tensor],
     expected: &Expected,
     opt_level: u8,
@@ -368,9 +378,20 @@ fn check_outputs(
             expected.len()
         ));
     }
-    for ((g, want), label) in got.iter().zip(expected).zip(&imported.outputs) {
-        if let Some(why) = mismatch(g, want, rtol, atol) {
-            return Outcome::Fail(format!("output '{label}' {why}"));
+    for ((g, want), output) in got.iter().zip(expected).zip(&imported.outputs) {
+        let why = match want {
+            StoredTensor::Numbers(want) => mismatch(g, want, rtol, atol),
+            StoredTensor::Strings(shape, want) => match strings.strings(g) {
+                Ok(texts) if &g.ty.shape != shape => Some(format!(
+                    "has shape {:?}, expected {shape:?} ({texts:?})",
+                    g.ty.shape
+                )),
+                Ok(texts) => (&texts != want).then(|| format!("is {texts:?}, expected {want:?}")),
+                Err(e) => Some(e),
+            },
+        };
+        if let Some(why) = why {
+            return Outcome::Fail(format!("output '{}' {why}", output.label));
         }
     }
     Outcome::Pass
@@ -427,7 +448,7 @@ pub fn run_light_model(context: &MlirContext, model: &Path, opt_level: u8) -> Ou
     let mut outputs = Vec::new();
     for path in existing(|j| model.with_file_name(output_name(model, j))) {
         match read_tensor(&path, TENSOR_LIMIT) {
-            Ok((_, t)) => outputs.push(t),
+            Ok((_, t)) => outputs.push(StoredTensor::Numbers(t)),
             Err(e) => return Outcome::Fail(e),
         }
     }
@@ -435,7 +456,10 @@ pub fn run_light_model(context: &MlirContext, model: &Path, opt_level: u8) -> Ou
         outputs,
         tolerance: (1e-3, 1e-7),
     };
-    check_outputs(context, &imported, &name, &inputs, &expected, opt_level)
+    let strings = &imported.strings;
+    check_outputs(
+        context, &imported, &name, strings, &inputs, &expected, opt_level,
+    )
 }
 
 /// Counts of one op's cases.

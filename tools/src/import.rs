@@ -4,9 +4,10 @@
 use crate::model::import_onnx;
 use clap::Parser;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tessera::weights::write_safetensors;
+use tessera_onnx::Imported;
 
 /// Command-line options of `tessera-import`.
 #[derive(Parser, Debug)]
@@ -73,6 +74,11 @@ fn run_inner(args: &ImportArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
                 "{TOOL}: error: the model has constants too large to write inline; give -o FILE.tsr to write them to FILE.safetensors beside it"
             ));
         }
+        if !imported.strings.all().is_empty() {
+            return Err(format!(
+                "{TOOL}: error: the model has constants of strings, which the module holds as ids; give -o FILE.tsr to write their strings to FILE.strings.json beside it"
+            ));
+        }
         return out
             .write_all(imported.text.as_bytes())
             .map_err(|e| format!("{TOOL}: error: cannot write the text: {e}"));
@@ -84,5 +90,52 @@ fn run_inner(args: &ImportArgs, out: &mut dyn Write, err: &mut dyn Write) -> Res
         }
     }
     std::fs::write(output, &imported.text)
-        .map_err(|e| format!("{TOOL}: error: cannot write '{}': {e}", output.display()))
+        .map_err(|e| format!("{TOOL}: error: cannot write '{}': {e}", output.display()))?;
+    write_strings(&imported, output, err)
+}
+
+/// For a model with tensors of strings (which the module holds as `i64` ids): the strings of
+/// its constants, by id, as a JSON array in `FILE.strings.json` beside `output`, and a note
+/// naming the parameters and results that hold ids.
+fn write_strings(imported: &Imported, output: &Path, err: &mut dyn Write) -> Result<(), String> {
+    const TOOL: &str = "tessera-import";
+    let params: Vec<&str> = imported
+        .inputs
+        .iter()
+        .filter(|i| i.strings)
+        .map(|i| i.param.as_str())
+        .collect();
+    let results: Vec<String> = imported
+        .outputs
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.strings)
+        .map(|(i, o)| format!("{i} ({})", o.label))
+        .collect();
+    if params.is_empty() && results.is_empty() && imported.strings.all().is_empty() {
+        return Ok(());
+    }
+    let path = output.with_extension("strings.json");
+    let json = serde_json::to_string_pretty(imported.strings.all())
+        .map_err(|e| format!("{TOOL}: error: cannot write the strings: {e}"))?;
+    std::fs::write(&path, json + "\n")
+        .map_err(|e| format!("{TOOL}: error: cannot write '{}': {e}", path.display()))?;
+    let _ = writeln!(
+        err,
+        "{TOOL}: note: the model's tensors of strings are i64 ids: its constants' strings are \
+         listed by id in {} (parameters taking ids: {}; results holding them: {}); tessera-run \
+         on the .onnx maps them itself",
+        path.display(),
+        if params.is_empty() {
+            "none".into()
+        } else {
+            params.join(", ")
+        },
+        if results.is_empty() {
+            "none".into()
+        } else {
+            results.join(", ")
+        },
+    );
+    Ok(())
 }

@@ -9,7 +9,7 @@ use tessera::diag::render_all;
 use tessera::frontend::{decode, load};
 use tessera::ir::Module;
 use tessera::source::SourceFile;
-use tessera_onnx::{import_file, ImportError, ImportOptions, Imported, InputShape};
+use tessera_onnx::{import_file, ImportError, ImportOptions, Imported, InputShape, StringTable};
 
 /// A loaded model.
 pub struct Model {
@@ -22,6 +22,20 @@ pub struct Model {
     pub aliases: Vec<(String, String)>,
     /// What the import decided that the user should know.
     pub notes: Vec<String>,
+    /// For an imported model that takes or gives tensors of strings: which.
+    pub strings: StringBoundary,
+}
+
+/// Where a model's tensors of strings cross into and out of the function, which takes and
+/// gives their ids ([`StringTable`]).
+#[derive(Clone, Debug, Default)]
+pub struct StringBoundary {
+    /// The parameters that take the ids of strings.
+    pub params: Vec<String>,
+    /// Whether each result holds the ids of strings.
+    pub results: Vec<bool>,
+    /// The model's own strings, by id: inputs are interned into a copy.
+    pub table: StringTable,
 }
 
 /// True when `path` names an ONNX model (by its extension).
@@ -101,6 +115,16 @@ pub fn load_model(path: &Path, shapes: &[String], tool: &str) -> Result<Model, S
     if is_onnx(path) {
         let imported = import_onnx(path, shapes, &side_file_for(path), tool)?;
         let file = SourceFile::new(format!("{} (imported)", path.display()), imported.text);
+        let strings = StringBoundary {
+            params: imported
+                .inputs
+                .iter()
+                .filter(|i| i.strings)
+                .map(|i| i.param.clone())
+                .collect(),
+            results: imported.outputs.iter().map(|o| o.strings).collect(),
+            table: imported.strings,
+        };
         return Ok(Model {
             file,
             module: imported.module,
@@ -110,6 +134,7 @@ pub fn load_model(path: &Path, shapes: &[String], tool: &str) -> Result<Model, S
                 .map(|i| (i.label(), i.param))
                 .collect(),
             notes: imported.notes,
+            strings,
         });
     }
     if !shapes.is_empty() {
@@ -132,5 +157,6 @@ pub fn load_model(path: &Path, shapes: &[String], tool: &str) -> Result<Model, S
         module,
         aliases: Vec::new(),
         notes: Vec::new(),
+        strings: StringBoundary::default(),
     })
 }

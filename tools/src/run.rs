@@ -3,7 +3,7 @@
 //! optionally compares with the reference interpreter, times repeated calls and reports
 //! compile stages and memory.
 
-use crate::model::{load_model, Model};
+use crate::model::{load_model, Model, StringBoundary};
 use crate::opt::TargetArg;
 use crate::profile::profile_report;
 use clap::Parser;
@@ -16,7 +16,7 @@ use tessera::crash::Activity;
 use tessera::diag::render_all;
 use tessera::exec::compare::{compare, Tolerance};
 use tessera::exec::interpret::{interpret, MAX_ELEMENTS};
-use tessera::exec::npy::{read_npy_expecting, write_npy};
+use tessera::exec::npy::{read_npy_expecting, read_npy_strings, write_npy, write_npy_strings};
 use tessera::exec::random::random_tensor;
 use tessera::exec::sensitivity::sensitivity;
 use tessera::exec::tensor::{Tensor, TensorData};
@@ -32,6 +32,7 @@ use tessera::mlir::pipeline::runner::StepTime;
 use tessera::mlir::pipeline::Pipeline;
 use tessera::mlir::MlirContext;
 use tessera::transforms::weights_as_params::weights_as_params;
+use tessera_onnx::StringTable;
 
 /// Command-line options of `tessera-run`.
 #[derive(Parser, Debug)]
@@ -158,6 +159,7 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
         module,
         aliases,
         notes,
+        mut strings,
     } = load_model(&args.model, &args.input_shapes, "tessera-run")?;
     for note in &notes {
         let _ = writeln!(out, "note: {note}");
@@ -171,7 +173,14 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
     let entry = entry_function(&module, args.entry.as_deref())?;
     check_sizes(&module)?;
     let func = &module.funcs[entry];
-    let inputs = prepare_inputs(&module, entry, &args.inputs, &aliases, &weights[entry])?;
+    let inputs = prepare_inputs(
+        &module,
+        entry,
+        &args.inputs,
+        &aliases,
+        &weights[entry],
+        &mut strings,
+    )?;
 
     let context = MlirContext::new();
     if args.verify_each {
@@ -215,7 +224,11 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
         }
     );
     for (i, tensor) in results.iter().enumerate() {
-        let _ = writeln!(report, "output {i}: {}", summary(tensor));
+        let shown = match string_result(&strings, i, tensor)? {
+            Some(texts) => format!("strings of shape {:?} {texts:?}", tensor.ty.shape),
+            None => summary(tensor),
+        };
+        let _ = writeln!(report, "output {i}: {shown}");
     }
     let mut agree = true;
     if args.compare_reference {
@@ -314,7 +327,7 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
         );
     }
     if let Some(dir) = &args.output_dir {
-        write_outputs(dir, &results)?;
+        write_outputs(dir, &results, &strings)?;
         let _ = writeln!(report, "outputs written to {}", dir.display());
     }
     out.write_all(report.as_bytes())
@@ -470,6 +483,7 @@ fn prepare_inputs(
     specs: &[String],
     aliases: &[(String, String)],
     weights: &[Tensor],
+    strings: &mut StringBoundary,
 ) -> Result<Vec<Tensor>, String> {
     let func = &module.funcs[entry];
     let params: Vec<(&str, &tessera::types::TensorType)> = func
@@ -510,6 +524,9 @@ fn prepare_inputs(
                 .map(|w| &weights[w]);
             match (source, weight) {
                 (None, Some(weight)) => Ok(weight.clone()),
+                (source, _) if strings.params.iter().any(|p| p == name) => {
+                    string_input(name, ty, source, &mut strings.table)
+                }
                 (source, _) => input(name, ty, position, source.unwrap_or("random:0")),
             }
         })
@@ -549,13 +566,64 @@ fn input(
     Ok(tensor)
 }
 
-fn write_outputs(dir: &Path, results: &[Tensor]) -> Result<(), String> {
+/// Result `i` read back as strings, when it holds the ids of strings.
+fn string_result(
+    strings: &StringBoundary,
+    i: usize,
+    tensor: &Tensor,
+) -> Result<Option<Vec<String>>, String> {
+    if !strings.results.get(i).copied().unwrap_or(false) {
+        return Ok(None);
+    }
+    strings
+        .table
+        .strings(tensor)
+        .map(Some)
+        .map_err(|e| format!("tessera-run: error: output {i} of strings: {e}"))
+}
+
+/// The input of a parameter that takes strings (`ty`: their ids) from the `.npy` file of
+/// strings `spec` names, interned into `table`.
+fn string_input(
+    name: &str,
+    ty: &tessera::types::TensorType,
+    spec: Option<&str>,
+    table: &mut StringTable,
+) -> Result<Tensor, String> {
+    let spec = match spec {
+        Some(spec) if !spec.starts_with("random") => spec,
+        _ => {
+            return Err(format!(
+                "tessera-run: error: argument '{name}' takes strings: give it a .npy file of \
+                 strings with --input {name}=FILE.npy"
+            ))
+        }
+    };
+    let bytes = std::fs::read(spec)
+        .map_err(|e| format!("tessera-run: error: argument '{name}': cannot read '{spec}': {e}"))?;
+    let (shape, texts) = read_npy_strings(&bytes)
+        .map_err(|e| format!("tessera-run: error: argument '{name}': '{spec}': {e}"))?;
+    if shape != ty.shape {
+        return Err(format!(
+            "tessera-run: error: argument '{name}' takes strings of shape {:?}, but '{spec}' \
+             holds {shape:?}",
+            ty.shape
+        ));
+    }
+    Ok(table.ids(shape, &texts))
+}
+
+fn write_outputs(dir: &Path, results: &[Tensor], strings: &StringBoundary) -> Result<(), String> {
     std::fs::create_dir_all(dir)
         .map_err(|e| format!("tessera-run: error: cannot create '{}': {e}", dir.display()))?;
     for (i, tensor) in results.iter().enumerate() {
         let path = dir.join(format!("out{i}.npy"));
-        let bytes =
-            write_npy(tensor).map_err(|e| format!("tessera-run: error: output {i}: {e}"))?;
+        let bytes = match string_result(strings, i, tensor)? {
+            Some(texts) => write_npy_strings(&tensor.ty.shape, &texts),
+            None => {
+                write_npy(tensor).map_err(|e| format!("tessera-run: error: output {i}: {e}"))?
+            }
+        };
         std::fs::write(&path, bytes)
             .map_err(|e| format!("tessera-run: error: cannot write '{}': {e}", path.display()))?;
     }

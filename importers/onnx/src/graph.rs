@@ -8,6 +8,7 @@
 //! the NHWC-to-NCHW transpose after one convolution meets the NCHW-to-NHWC one before the next
 //! and both vanish: an NCHW model runs channels-last from end to end.
 
+use crate::strings::StringTable;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tessera::attr::{Attribute, DenseValue, ExternalTensor, Scalar};
@@ -88,6 +89,8 @@ pub struct Graph<'r> {
     written_transposes: HashMap<(ValueId, Arc<[i64]>), ValueId>,
     /// The name new values are named after (the current node's first output).
     hint: String,
+    /// The strings of the model's string constants, by id.
+    pub strings: StringTable,
 }
 
 impl<'r> Graph<'r> {
@@ -101,6 +104,7 @@ impl<'r> Graph<'r> {
             keys: HashMap::new(),
             written_transposes: HashMap::new(),
             hint: "v".into(),
+            strings: StringTable::default(),
         }
     }
 
@@ -113,6 +117,12 @@ impl<'r> Graph<'r> {
     pub fn param(&mut self, name: &str, ty: TensorType) -> (Val, String) {
         let id = self.builder.param(name, ty);
         (Val::Dyn(id), self.builder.name(id).to_string())
+    }
+
+    /// A constant tensor of `strings` (row-major, of `shape`), as their ids, named `key`.
+    pub fn string_constant(&mut self, shape: Vec<u64>, strings: &[String], key: &str) -> Val {
+        let ids = self.strings.ids(shape, strings);
+        self.named_constant(ids, key)
     }
 
     /// A constant named `key` (its side-file key if it goes there).

@@ -8,10 +8,13 @@
 
 use crate::graph::{Graph, NodeError};
 use crate::item::Item;
-use crate::nodes::{NodeConverter, Scope};
-use crate::proto::{DimensionValue, ModelProto, TensorTypeProto, TypeProto, Value as TypeValue};
+use crate::nodes::{initializer, NodeConverter, Scope};
+use crate::proto::{
+    DataType, DimensionValue, ModelProto, TensorTypeProto, TypeProto, Value as TypeValue,
+};
 use crate::read::{read_model, ReadError};
-use crate::tensor::{element_type, tensor_of};
+use crate::strings::StringTable;
+use crate::tensor::element_type;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::Path;
@@ -63,6 +66,8 @@ pub struct GraphInput {
     pub element: Option<usize>,
     /// The parameter's name (without `%`).
     pub param: String,
+    /// Whether it is a tensor of strings (the parameter takes their ids).
+    pub strings: bool,
 }
 
 impl GraphInput {
@@ -70,6 +75,15 @@ impl GraphInput {
     pub fn label(&self) -> String {
         element_label(&self.onnx_name, self.element)
     }
+}
+
+/// A result of the function: a graph output, or one element of a sequence output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GraphOutput {
+    /// The output's name, `name[i]` for element `i` of a sequence output.
+    pub label: String,
+    /// Whether it is a tensor of strings (the result holds their ids).
+    pub strings: bool,
 }
 
 /// `name`, or `name[i]` for element `i` of a sequence.
@@ -90,9 +104,12 @@ pub struct Imported {
     pub weights: MemoryStore,
     /// The graph's inputs in parameter order.
     pub inputs: Vec<GraphInput>,
-    /// What each result is, in order: a graph output's name, `name[i]` for element `i` of a
-    /// sequence output (an empty optional output has no result).
-    pub outputs: Vec<String>,
+    /// What each result is, in order: a graph output, or an element of a sequence output (an
+    /// empty optional output has no result).
+    pub outputs: Vec<GraphOutput>,
+    /// The strings of the model's string constants, by id: a call's string inputs are
+    /// interned into (a copy of) it, and string results read back through it.
+    pub strings: StringTable,
     /// What the import decided that the user should know (symbolic dimensions set to 1).
     pub notes: Vec<String>,
 }
@@ -255,6 +272,16 @@ fn tensor_type(
     Ok(TensorType::new(shape, element))
 }
 
+/// Tensor type `tensor`, a tensor of strings taken as one of their ids; and whether it was.
+fn string_ids(tensor: &TensorTypeProto) -> (TensorTypeProto, bool) {
+    let strings = tensor.elem_type == DataType::String as i32;
+    let mut ids = tensor.clone();
+    if strings {
+        ids.elem_type = DataType::Int64 as i32;
+    }
+    (ids, strings)
+}
+
 /// The function's parameters for graph input `name` of type `ty`, shaped by `given`:
 /// one for a tensor, one per element for a sequence, those of its value for an optional
 /// that holds one. Returns the value the graph sees.
@@ -267,7 +294,7 @@ fn graph_input(
     notes: &mut Vec<String>,
 ) -> Result<Item, ImportError> {
     let fail = |why: String| ImportError::Model(format!("graph input '{name}' {why}"));
-    let param = |g: &mut Graph, inputs: &mut Vec<GraphInput>, element, ty| {
+    let param = |g: &mut Graph, inputs: &mut Vec<GraphInput>, element, ty, strings| {
         let param_name = match element {
             Some(i) => format!("{name}_{i}"),
             None => name.to_string(),
@@ -277,6 +304,7 @@ fn graph_input(
             onnx_name: name.to_string(),
             element,
             param,
+            strings,
         });
         value
     };
@@ -290,8 +318,14 @@ fn graph_input(
                 Some(InputShape::Tensor(shape)) => Some(shape.as_slice()),
                 _ => None,
             };
-            let ty = tensor_type(name, tensor, shape, notes)?;
-            Ok(Item::Tensor(param(g, inputs, None, ty)))
+            let (tensor, strings) = string_ids(tensor);
+            let ty = tensor_type(name, &tensor, shape, notes)?;
+            let value = param(g, inputs, None, ty, strings);
+            Ok(if strings {
+                Item::Strings(value)
+            } else {
+                Item::Tensor(value)
+            })
         }
         (Some(TypeValue::TensorType(_)), Some(InputShape::Sequence(_))) => Err(fail(
             "is a tensor, but --input-shape gives a sequence".into(),
@@ -309,7 +343,7 @@ fn graph_input(
             let mut elements = Vec::with_capacity(shapes.len());
             for (i, shape) in shapes.iter().enumerate() {
                 let ty = tensor_type(&element_label(name, Some(i)), tensor, Some(shape), notes)?;
-                elements.push(param(g, inputs, Some(i), ty));
+                elements.push(param(g, inputs, Some(i), ty, false));
             }
             Ok(Item::Sequence(elements))
         }
@@ -372,10 +406,8 @@ pub fn import(
     let mut values = Scope::new();
     let mut notes = Vec::new();
     for init in &graph.initializer {
-        let tensor =
-            tensor_of(init, TENSOR_LIMIT).map_err(|e| ImportError::Model(e.to_string()))?;
-        let value = g.named_constant(tensor, &init.name);
-        values.insert(init.name.clone(), Item::Tensor(value));
+        let value = initializer(&mut g, init)?;
+        values.insert(init.name.clone(), value);
     }
     let mut inputs = Vec::new();
     for info in &graph.input {
@@ -414,10 +446,16 @@ pub fn import(
             ))
         })?;
         let tensors = value.tensors();
-        let sequence = matches!(&value, Item::Sequence(_))
-            || matches!(&value, Item::Optional(Some(inner)) if matches!(**inner, Item::Sequence(_)));
+        let contents = match &value {
+            Item::Optional(Some(inner)) => inner,
+            other => other,
+        };
+        let sequence = matches!(contents, Item::Sequence(_));
         for (i, tensor) in tensors.into_iter().enumerate() {
-            outputs.push(element_label(&info.name, sequence.then_some(i)));
+            outputs.push(GraphOutput {
+                label: element_label(&info.name, sequence.then_some(i)),
+                strings: matches!(contents, Item::Strings(_)),
+            });
             results.push(tensor);
         }
     }
@@ -427,6 +465,7 @@ pub fn import(
         ));
     }
     g.set_hint("output");
+    let strings = g.strings.clone();
     let (func, weights) = g.finish(&results).map_err(|e| match e {
         NodeError::Unsupported(m) | NodeError::Invalid(m) => ImportError::Model(m),
     })?;
@@ -441,6 +480,7 @@ pub fn import(
         weights,
         inputs,
         outputs,
+        strings,
         notes,
     })
 }

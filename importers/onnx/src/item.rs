@@ -2,7 +2,9 @@
 //! tensors, or an optional value. Sequences and optionals live only at import time — a
 //! sequence's length and whether an optional holds a value are fixed when the model is
 //! imported, like its shapes — so only their tensors reach the function: a sequence input is
-//! one parameter per element, a sequence output one result per element.
+//! one parameter per element, a sequence output one result per element. A string tensor is
+//! the tensor of its strings' ids (see [`crate::strings`]), kept apart so that only the ops
+//! that may take strings get it.
 
 use crate::graph::{invalid, NodeResult, Val};
 
@@ -11,6 +13,8 @@ use crate::graph::{invalid, NodeResult, Val};
 pub enum Item {
     /// A tensor.
     Tensor(Val),
+    /// A tensor of strings, as the `i64` ids of its strings.
+    Strings(Val),
     /// A sequence of tensors, in order.
     Sequence(Vec<Val>),
     /// An optional value: a tensor or a sequence, or nothing.
@@ -22,6 +26,7 @@ impl Item {
     pub fn kind(&self) -> &'static str {
         match self {
             Item::Tensor(_) => "a tensor",
+            Item::Strings(_) => "a tensor of strings",
             Item::Sequence(_) => "a sequence",
             Item::Optional(_) => "an optional",
         }
@@ -31,7 +36,10 @@ impl Item {
     pub fn tensor(&self, what: &str) -> NodeResult<Val> {
         match self {
             Item::Tensor(v) => Ok(v.clone()),
-            other => invalid(format!("{what} is {}, not a tensor", other.kind())),
+            other => invalid(format!(
+                "{what} is {}, not a tensor of numbers",
+                other.kind()
+            )),
         }
     }
 
@@ -47,7 +55,7 @@ impl Item {
     /// (none when it is empty). These are what a graph output of its kind becomes.
     pub fn tensors(&self) -> Vec<Val> {
         match self {
-            Item::Tensor(v) => vec![v.clone()],
+            Item::Tensor(v) | Item::Strings(v) => vec![v.clone()],
             Item::Sequence(elements) => elements.clone(),
             Item::Optional(Some(inner)) => inner.tensors(),
             Item::Optional(None) => Vec::new(),

@@ -12,10 +12,12 @@ pub mod nodes;
 pub mod ops;
 pub mod proto;
 pub mod read;
+pub mod strings;
 pub mod tensor;
 
 pub use import::{
-    import, import_file, GraphInput, ImportError, ImportOptions, Imported, InputShape,
+    import, import_file, GraphInput, GraphOutput, ImportError, ImportOptions, Imported, InputShape,
     UnsupportedNode,
 };
-pub use read::{read_model, read_tensor, read_value, ReadError, StoredValue};
+pub use read::{read_model, read_tensor, read_value, ReadError, StoredTensor, StoredValue};
+pub use strings::StringTable;

@@ -10,7 +10,8 @@ use crate::item::Item;
 use crate::node::Node;
 use crate::ops::{converter, structured};
 use crate::proto::{GraphProto, NodeProto};
-use crate::tensor::tensor_of;
+use crate::strings::{self, StringRule};
+use crate::tensor::{is_strings, strings_of, tensor_of};
 use std::collections::{HashMap, HashSet};
 
 /// The values visible to a node, by name.
@@ -142,10 +143,15 @@ impl<'r> NodeConverter<'r> {
                 .set_hint(proto.output.first().map_or("v", String::as_str));
             let converted = match (flow, convert) {
                 (Some(flow), _) => flow(self, &node, &node_inputs, scope),
-                (None, Some(convert)) => tensors(&node_inputs, &proto.input)
-                    .and_then(|tensors| convert(&mut self.g, &node, &tensors))
-                    .map(|outputs| outputs.into_iter().map(Item::Tensor).collect())
-                    .map_err(Failure::Node),
+                (None, Some(convert)) => {
+                    let op = proto.op_type.as_str();
+                    tensors(op, &node_inputs, &proto.input)
+                        .and_then(|(tensors, of_strings)| {
+                            let outputs = convert(&mut self.g, &node, &tensors)?;
+                            Ok(outputs.into_iter().map(of_strings).collect())
+                        })
+                        .map_err(Failure::Node)
+                }
                 (None, None) => unreachable!("checked above"),
             };
             match converted {
@@ -246,9 +252,7 @@ impl<'r> NodeConverter<'r> {
         }
         let mut constants = Vec::new();
         for init in &body.initializer {
-            let tensor = tensor_of(init, TENSOR_LIMIT)
-                .map_err(|e| Failure::Body(ImportError::Model(e.to_string())))?;
-            let value = Item::Tensor(self.g.named_constant(tensor, &init.name));
+            let value = initializer(&mut self.g, init).map_err(Failure::Body)?;
             constants.push((init.name.clone(), value));
         }
         self.body_constants.insert(address, constants.clone());
@@ -256,16 +260,61 @@ impl<'r> NodeConverter<'r> {
     }
 }
 
-/// A node's inputs as the tensors its converter takes: an op of tensors given a sequence or
-/// an optional is an invalid model.
-fn tensors(inputs: &[Option<Item>], names: &[String]) -> Result<Vec<Option<Val>>, NodeError> {
-    inputs
+/// Initializer `init` as a constant of the function: a tensor, or a tensor of strings.
+pub fn initializer(g: &mut Graph, init: &crate::proto::TensorProto) -> Result<Item, ImportError> {
+    let error = |e: crate::tensor::TensorError| ImportError::Model(e.to_string());
+    if is_strings(init) {
+        let (shape, strings) = strings_of(init, TENSOR_LIMIT).map_err(error)?;
+        return Ok(Item::Strings(
+            g.string_constant(shape, &strings, &init.name),
+        ));
+    }
+    let tensor = tensor_of(init, TENSOR_LIMIT).map_err(error)?;
+    Ok(Item::Tensor(g.named_constant(tensor, &init.name)))
+}
+
+/// Makes an output of a tensor converter an item: a tensor, or a tensor of strings.
+type OutputKind = fn(Val) -> Item;
+
+/// A node's inputs as the tensors its converter takes, and what its outputs are: string
+/// tensors, as their ids, go to the ops that move them (whose outputs are then strings) or
+/// test them ([`strings::rule`]); an op of tensors given a sequence or an optional is an
+/// invalid model.
+fn tensors(
+    op: &str,
+    inputs: &[Option<Item>],
+    names: &[String],
+) -> Result<(Vec<Option<Val>>, OutputKind), NodeError> {
+    let given = inputs.iter().flatten();
+    let strings = given
+        .clone()
+        .filter(|i| matches!(i, Item::Strings(_)))
+        .count();
+    let outputs: fn(Val) -> Item =
+        match (strings, strings::rule(op)) {
+            (0, _) => Item::Tensor,
+            (_, Some(StringRule::Keeps)) => Item::Strings,
+            (n, Some(StringRule::Reads)) if n == given.count() => Item::Tensor,
+            (_, Some(StringRule::Reads)) => {
+                return Err(NodeError::Invalid(
+                    "it compares strings with numbers".into(),
+                ))
+            }
+            (_, None) => return Err(NodeError::Unsupported(
+                "its input is a tensor of strings; tessera computes on strings only in the ops \
+                 that move them or test them for equality (Concat, Equal, Expand, Gather, \
+                 Reshape, Slice, Transpose, Where and others of their kind)"
+                    .into(),
+            )),
+        };
+    let values = inputs
         .iter()
         .zip(names)
-        .map(|(item, name)| {
-            item.as_ref()
-                .map(|item| item.tensor(&format!("its input '{name}'")))
-                .transpose()
+        .map(|(item, name)| match item {
+            Some(Item::Strings(v)) => Ok(Some(v.clone())),
+            Some(item) => item.tensor(&format!("its input '{name}'")).map(Some),
+            None => Ok(None),
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok((values, outputs))
 }

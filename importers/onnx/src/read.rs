@@ -8,7 +8,8 @@ use crate::proto::{
     DataLocation, ModelProto, OptionalProto, SequenceProto, TensorProto, TypeProto,
     Value as TypeValue,
 };
-use crate::tensor::tensor_of;
+use crate::strings::StringTable;
+use crate::tensor::{is_strings, strings_of, tensor_of};
 use prost::Message;
 use std::path::{Path, PathBuf};
 use tessera::exec::tensor::Tensor;
@@ -77,14 +78,41 @@ pub fn read_tensor(path: &Path, limit: u64) -> Result<(String, Tensor), String> 
     Ok((proto.name, tensor))
 }
 
+/// A tensor stored as ONNX test data: of numbers, or of strings (shape and strings).
+#[derive(Clone, Debug)]
+pub enum StoredTensor {
+    /// A tensor of numbers.
+    Numbers(Tensor),
+    /// A tensor of strings, row-major.
+    Strings(Vec<u64>, Vec<String>),
+}
+
+impl StoredTensor {
+    /// Its shape.
+    pub fn shape(&self) -> &[u64] {
+        match self {
+            StoredTensor::Numbers(t) => &t.ty.shape,
+            StoredTensor::Strings(shape, _) => shape,
+        }
+    }
+
+    /// It as the function takes it: a tensor of strings as their ids, interned in `table`.
+    pub fn into_tensor(self, table: &mut StringTable) -> Tensor {
+        match self {
+            StoredTensor::Numbers(t) => t,
+            StoredTensor::Strings(shape, strings) => table.ids(shape, &strings),
+        }
+    }
+}
+
 /// A value stored as ONNX test data: a tensor, a sequence of tensors, or an empty optional
 /// (an optional holding a value is that value).
 #[derive(Clone, Debug)]
 pub enum StoredValue {
     /// A tensor.
-    Tensor(Tensor),
+    Tensor(StoredTensor),
     /// A sequence of tensors.
-    Sequence(Vec<Tensor>),
+    Sequence(Vec<StoredTensor>),
     /// An optional that holds no value.
     Nothing,
 }
@@ -93,22 +121,35 @@ impl StoredValue {
     /// The shape an input of this value is imported with.
     pub fn shape(&self) -> InputShape {
         match self {
-            StoredValue::Tensor(t) => InputShape::Tensor(t.ty.shape.clone()),
+            StoredValue::Tensor(t) => InputShape::Tensor(t.shape().to_vec()),
             StoredValue::Sequence(ts) => {
-                InputShape::Sequence(ts.iter().map(|t| t.ty.shape.clone()).collect())
+                InputShape::Sequence(ts.iter().map(|t| t.shape().to_vec()).collect())
             }
             StoredValue::Nothing => InputShape::Absent,
         }
     }
 
     /// Its tensors in order, as the function takes or gives them.
-    pub fn into_tensors(self) -> Vec<Tensor> {
+    pub fn into_parts(self) -> Vec<StoredTensor> {
         match self {
             StoredValue::Tensor(t) => vec![t],
             StoredValue::Sequence(ts) => ts,
             StoredValue::Nothing => Vec::new(),
         }
     }
+}
+
+/// The tensor `proto` (named `path` in errors), of numbers or of strings, refused over `limit`
+/// bytes.
+fn stored_tensor(proto: &TensorProto, path: &Path, limit: u64) -> Result<StoredTensor, String> {
+    let fail = |e: crate::tensor::TensorError| format!("'{}': {e}", path.display());
+    if is_strings(proto) {
+        let (shape, strings) = strings_of(proto, limit).map_err(fail)?;
+        return Ok(StoredTensor::Strings(shape, strings));
+    }
+    tensor_of(proto, limit)
+        .map(StoredTensor::Numbers)
+        .map_err(fail)
 }
 
 /// The value of type `ty` stored in the file at `path` (a serialized `TensorProto`,
@@ -119,11 +160,6 @@ pub fn read_value(
     ty: Option<&TypeProto>,
     limit: u64,
 ) -> Result<(String, StoredValue), String> {
-    let kind = ty.and_then(|t| t.value.as_ref());
-    if matches!(kind, None | Some(TypeValue::TensorType(_))) {
-        let (name, tensor) = read_tensor(path, limit)?;
-        return Ok((name, StoredValue::Tensor(tensor)));
-    }
     let bytes =
         std::fs::read(path).map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
     let fail = |why: String| format!("'{}': {why}", path.display());
@@ -134,11 +170,17 @@ pub fn read_value(
         proto
             .tensor_values
             .iter()
-            .map(|t| tensor_of(t, limit).map_err(|e| fail(e.to_string())))
+            .map(|t| stored_tensor(t, path, limit))
             .collect::<Result<_, _>>()
             .map(StoredValue::Sequence)
     };
-    match kind {
+    match ty.and_then(|t| t.value.as_ref()) {
+        None | Some(TypeValue::TensorType(_)) => {
+            let proto = TensorProto::decode(bytes.as_slice())
+                .map_err(|e| fail(format!("is not an ONNX tensor: {e}")))?;
+            let tensor = stored_tensor(&proto, path, limit)?;
+            Ok((proto.name, StoredValue::Tensor(tensor)))
+        }
         Some(TypeValue::SequenceType(_)) => {
             let proto = SequenceProto::decode(bytes.as_slice())
                 .map_err(|e| fail(format!("is not an ONNX sequence: {e}")))?;
@@ -148,9 +190,7 @@ pub fn read_value(
             let proto = OptionalProto::decode(bytes.as_slice())
                 .map_err(|e| fail(format!("is not an ONNX optional: {e}")))?;
             let value = match (&proto.tensor_value, &proto.sequence_value) {
-                (Some(t), _) => {
-                    StoredValue::Tensor(tensor_of(t, limit).map_err(|e| fail(e.to_string()))?)
-                }
+                (Some(t), _) => StoredValue::Tensor(stored_tensor(t, path, limit)?),
                 (None, Some(s)) => sequence(s)?,
                 (None, None) => StoredValue::Nothing,
             };

@@ -69,6 +69,46 @@ pub fn element_type(data_type: i32) -> Result<ElementType, String> {
     })
 }
 
+/// Whether `proto` is a tensor of strings (which [`strings_of`] reads).
+pub fn is_strings(proto: &TensorProto) -> bool {
+    proto.data_type == DataType::String as i32
+}
+
+/// The shape and strings of string tensor `proto` (UTF-8, invalid sequences replaced),
+/// refused over `limit` bytes of text, its count checked against the shape.
+pub fn strings_of(proto: &TensorProto, limit: u64) -> Result<(Vec<u64>, Vec<String>), TensorError> {
+    let fail = |problem: String| TensorError {
+        name: proto.name.clone(),
+        problem,
+    };
+    let shape = proto
+        .dims
+        .iter()
+        .map(|&d| u64::try_from(d).map_err(|_| fail(format!("has a negative extent ({d})"))))
+        .collect::<Result<Vec<u64>, _>>()?;
+    let count = shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d));
+    if count != Some(proto.string_data.len() as u64) {
+        return Err(fail(format!(
+            "has {} strings where its shape {:?} needs {}",
+            proto.string_data.len(),
+            proto.dims,
+            count.map_or("more".into(), |n| n.to_string())
+        )));
+    }
+    let bytes: u64 = proto.string_data.iter().map(|s| s.len() as u64).sum();
+    if bytes > limit {
+        return Err(fail(format!(
+            "holds {bytes} bytes of strings, over the limit of {limit}"
+        )));
+    }
+    let strings = proto
+        .string_data
+        .iter()
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect();
+    Ok((shape, strings))
+}
+
 /// Elements per byte of ONNX's packed data for `element`: 2 for the 4-bit types, 4 for the
 /// 2-bit ones (the first element in the lowest bits), 1 otherwise.
 fn packed_per_byte(element: ElementType) -> usize {

@@ -273,3 +273,75 @@ fn a_sequence_input_is_fed_element_by_element_and_its_output_written_so() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_model_of_strings_takes_and_writes_npy_strings() {
+    use tessera::exec::npy::{read_npy_strings, write_npy_strings};
+    const WORDS: &str = "testdata/onnx/strings.onnx";
+    let dir = scratch("strings");
+    let words = dir.join("words.npy");
+    let given: Vec<String> = ["dog", "emu", "cat"].map(String::from).to_vec();
+    std::fs::write(&words, write_npy_strings(&[3], &given)).expect("written");
+    let words = words.to_str().expect("utf-8");
+    let out = tool(
+        RUN,
+        &[
+            WORDS,
+            "--input",
+            &format!("words={words}"),
+            "--compare-reference",
+            "--output-dir",
+            dir.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains(r#"output 1: strings of shape [3] ["cat", "emu", "dog"]"#),
+        "{}",
+        text(&out.stdout)
+    );
+    let is_dog = read_npy(&std::fs::read(dir.join("out0.npy")).expect("out0")).expect("npy");
+    assert_eq!(
+        (0..3).map(|i| is_dog.get_f64(i)).collect::<Vec<_>>(),
+        [1.0, 0.0, 0.0]
+    );
+    let reversed =
+        read_npy_strings(&std::fs::read(dir.join("out1.npy")).expect("out1")).expect("strings");
+    assert_eq!(
+        reversed,
+        (vec![3], vec!["cat".into(), "emu".into(), "dog".into()])
+    );
+
+    // tessera-import writes the constants' strings beside the module, which holds ids.
+    let tsr = dir.join("strings.tsr");
+    let out = tool(IMPORT, &[WORDS, "-o", tsr.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr)
+            .contains("parameters taking ids: words; results holding them: 1 (reversed)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let table = std::fs::read_to_string(dir.join("strings.strings.json")).expect("the table");
+    assert_eq!(table.split_whitespace().collect::<String>(), r#"["dog"]"#);
+
+    // Strings cannot be made up, and numbers are no strings.
+    let out = tool(RUN, &[WORDS]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("argument 'words' takes strings"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = tool(
+        RUN,
+        &[WORDS, "--input", "words=testdata/onnx/conv_net_x.npy"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("strings are expected"),
+        "{}",
+        text(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

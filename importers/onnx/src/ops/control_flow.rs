@@ -92,6 +92,11 @@ fn select(c: &mut NodeConverter, cond: &Val, a: &Item, b: &Item) -> NodeResult<I
             }
             Ok(Item::Tensor(c.g.select(cond, a, b)?))
         }
+        (Item::Strings(a), Item::Strings(b)) => {
+            let both = (Item::Tensor(a.clone()), Item::Tensor(b.clone()));
+            let chosen = select(c, cond, &both.0, &both.1)?.tensor("a branch's strings")?;
+            Ok(Item::Strings(chosen))
+        }
         (Item::Sequence(a), Item::Sequence(b)) if a.len() == b.len() => {
             let mut elements = Vec::with_capacity(a.len());
             for (a, b) in a.iter().zip(b) {

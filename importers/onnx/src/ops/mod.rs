@@ -112,6 +112,7 @@ pub fn op_types() -> Vec<&'static str> {
 /// converters.
 pub static STRUCTURED: &[(&str, ConvertItems)] = &[
     ("ConcatFromSequence", sequence::concat_from_sequence),
+    ("Constant", shape::constant_item),
     ("Identity", optional::identity),
     ("If", control_flow::if_),
     ("Loop", control_flow::loop_),
@@ -158,7 +159,6 @@ pub static SUPPORTED: &[(&str, Convert)] = &[
     ("CenterCropPad", crop::center_crop_pad),
     ("Clip", elementwise::clip),
     ("Concat", shape::concat),
-    ("Constant", shape::constant),
     ("ConstantOfShape", shape::constant_of_shape),
     ("Conv", nn::conv),
     ("ConvTranspose", nn::conv_transpose),

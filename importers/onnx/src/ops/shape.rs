@@ -3,10 +3,12 @@
 //! `Pad`, `Shape`, `Constant`, `ConstantOfShape`. Shapes are static, so
 //! `Shape` is a constant and the chains built on it fold.
 
-use super::{axis_in, input, Inputs};
+use super::{axis_in, input, Inputs, Items};
 use crate::graph::{invalid, unsupported, Graph, NodeError, NodeResult, Val};
+use crate::item::Item;
 use crate::node::Node;
-use crate::tensor::tensor_of;
+use crate::nodes::{Failure, NodeConverter, Scope};
+use crate::tensor::{is_strings, strings_of, tensor_of};
 use tessera::attr::{Attribute, Scalar};
 use tessera::exec::tensor::{Tensor, TensorData};
 use tessera::types::{ElementType, TensorType};
@@ -550,10 +552,43 @@ pub fn constant(g: &mut Graph, node: &Node, _: &Inputs) -> NodeResult<Vec<Val>> 
     } else if let Some(a) = node.attr("value_ints") {
         vector(ElementType::I64, a.ints.iter().map(|&i| i as f64).collect())
     } else {
-        return unsupported("Constant of a sparse tensor or strings");
+        return unsupported("Constant of a sparse tensor");
     };
     let key = node.proto.output.first().cloned().unwrap_or_default();
     Ok(vec![g.named_constant(tensor, &key)])
+}
+
+/// `Constant` of any kind: a tensor of strings (a `value` of strings, `value_string`,
+/// `value_strings`) as their ids, else [`constant`].
+pub fn constant_item(
+    c: &mut NodeConverter,
+    node: &Node,
+    _: &Items,
+    _: &Scope,
+) -> Result<Vec<Item>, Failure> {
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    let (shape, strings) = match (
+        node.tensor("value"),
+        node.attr("value_string"),
+        node.attr("value_strings"),
+    ) {
+        (Some(t), _, _) if is_strings(t) => {
+            strings_of(t, super::CONSTANT_LIMIT).map_err(|e| NodeError::Invalid(e.to_string()))?
+        }
+        (None, Some(a), _) => (vec![], vec![text(&a.s)]),
+        (None, None, Some(a)) => (
+            vec![a.strings.len() as u64],
+            a.strings.iter().map(|s| text(s)).collect(),
+        ),
+        _ => {
+            let values = constant(&mut c.g, node, &[])?;
+            return Ok(values.into_iter().map(Item::Tensor).collect());
+        }
+    };
+    let key = node.proto.output.first().cloned().unwrap_or_default();
+    Ok(vec![Item::Strings(
+        c.g.string_constant(shape, &strings, &key),
+    )])
 }
 
 /// `ConstantOfShape`: the shape filled with `value` (a one-element tensor; default f32 0).

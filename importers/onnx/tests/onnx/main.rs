@@ -5,4 +5,5 @@ mod corrupt;
 mod import;
 mod read;
 mod sequences;
+mod strings;
 mod tensors;
