@@ -24,6 +24,9 @@ pub struct Model {
     pub notes: Vec<String>,
     /// For an imported model that takes or gives tensors of strings: which.
     pub strings: StringBoundary,
+    /// For an imported model: what each result is (a graph output's name, `name[i]` for
+    /// element `i` of a sequence output).
+    pub output_labels: Vec<String>,
 }
 
 /// Where a model's tensors of strings cross into and out of the function, which takes and
@@ -115,6 +118,7 @@ pub fn load_model(path: &Path, shapes: &[String], tool: &str) -> Result<Model, S
     if is_onnx(path) {
         let imported = import_onnx(path, shapes, &side_file_for(path), tool)?;
         let file = SourceFile::new(format!("{} (imported)", path.display()), imported.text);
+        let output_labels = imported.outputs.iter().map(|o| o.label.clone()).collect();
         let strings = StringBoundary {
             params: imported
                 .inputs
@@ -135,6 +139,7 @@ pub fn load_model(path: &Path, shapes: &[String], tool: &str) -> Result<Model, S
                 .collect(),
             notes: imported.notes,
             strings,
+            output_labels,
         });
     }
     if !shapes.is_empty() {
@@ -158,5 +163,6 @@ pub fn load_model(path: &Path, shapes: &[String], tool: &str) -> Result<Model, S
         aliases: Vec::new(),
         notes: Vec::new(),
         strings: StringBoundary::default(),
+        output_labels: Vec::new(),
     })
 }

@@ -160,6 +160,7 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
         aliases,
         notes,
         mut strings,
+        output_labels,
     } = load_model(&args.model, &args.input_shapes, "tessera-run")?;
     for note in &notes {
         let _ = writeln!(out, "note: {note}");
@@ -228,7 +229,11 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
             Some(texts) => format!("strings of shape {:?} {texts:?}", tensor.ty.shape),
             None => summary(tensor),
         };
-        let _ = writeln!(report, "output {i}: {shown}");
+        match output_labels.get(i) {
+            Some(label) => writeln!(report, "output {i} ({label}): {shown}"),
+            None => writeln!(report, "output {i}: {shown}"),
+        }
+        .ok();
     }
     let mut agree = true;
     if args.compare_reference {

@@ -247,6 +247,11 @@ fn a_sequence_input_is_fed_element_by_element_and_its_output_written_so() {
             read_npy(&std::fs::read(dir.join(format!("out{i}.npy"))).expect("out")).expect("npy");
         (0..t.len()).map(|k| t.get_f64(k)).collect::<Vec<f64>>()
     };
+    assert!(
+        text(&out.stdout).contains("output 1 (s[0]): tensor<2xf32> [1, 2]"),
+        "{}",
+        text(&out.stdout)
+    );
     // y, then s's three elements, then has (b is none).
     assert_eq!(output(0), [1.0, 2.0, 3.0, 4.0, 100.0]);
     assert_eq!(
@@ -296,7 +301,8 @@ fn a_model_of_strings_takes_and_writes_npy_strings() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
-        text(&out.stdout).contains(r#"output 1: strings of shape [3] ["cat", "emu", "dog"]"#),
+        text(&out.stdout)
+            .contains(r#"output 1 (reversed): strings of shape [3] ["cat", "emu", "dog"]"#),
         "{}",
         text(&out.stdout)
     );
