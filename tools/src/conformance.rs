@@ -18,7 +18,7 @@ use tessera::source::SourceFile;
 use tessera::types::ElementType;
 use tessera_onnx::proto::ValueInfoProto;
 use tessera_onnx::{
-    import, read_model, read_tensor, read_value, ImportError, ImportOptions, Imported,
+    import, read_model, read_tensor, read_value, ImportError, ImportOptions, Imported, InputShape,
     StoredTensor, StoredValue, StringTable,
 };
 
@@ -212,6 +212,29 @@ fn integer_inputs(values: &[(String, StoredValue)]) -> BTreeMap<String, Tensor> 
         .collect()
 }
 
+/// The input values of the case in folder `case` (of `model`), by graph input name.
+pub fn case_inputs(
+    case: &Path,
+    model: &tessera_onnx::proto::ModelProto,
+) -> Result<Vec<(String, StoredValue)>, Outcome> {
+    let data = case.join("test_data_set_0");
+    let infos = model
+        .graph
+        .as_ref()
+        .map(|g| g.input.as_slice())
+        .unwrap_or_default();
+    stored_values(infos, &existing(|j| data.join(format!("input_{j}.pb"))))
+}
+
+/// The shapes the inputs `values` fix at import time: symbolic dimensions, sequence lengths
+/// and whether optionals hold a value, as the values have them.
+pub fn input_shapes(values: &[(String, StoredValue)]) -> BTreeMap<String, InputShape> {
+    values
+        .iter()
+        .map(|(name, value)| (name.clone(), value.shape()))
+        .collect()
+}
+
 /// The values in files `path(0)`, `path(1)`, ... of the types `infos` declare, by name.
 fn stored_values(
     infos: &[ValueInfoProto],
@@ -243,24 +266,16 @@ pub fn run_case(context: &MlirContext, case: &Path, opt_level: u8) -> Outcome {
     };
     let data = case.join("test_data_set_0");
     let graph = model.graph.clone().unwrap_or_default();
-    let values = match stored_values(
-        &graph.input,
-        &existing(|j| data.join(format!("input_{j}.pb"))),
-    ) {
+    let values = match case_inputs(case, &model) {
         Ok(values) => values,
         Err(outcome) => return outcome,
     };
     let mut options = ImportOptions {
-        input_shapes: BTreeMap::new(),
+        input_shapes: input_shapes(&values),
         side_file: "model.safetensors".into(),
         source_name: format!("{name}/model.onnx (imported)"),
         bound_inputs: BTreeMap::new(),
     };
-    // Symbolic dimensions, sequence lengths and whether optionals hold a value are fixed at
-    // import time: to the test data's.
-    for (input, value) in &values {
-        options.input_shapes.insert(input.clone(), value.shape());
-    }
     let mut imported = import(&model, &options, &registry());
     if imported
         .as_ref()

@@ -3,8 +3,11 @@
 //! left out, an input's shape changed, an op type swapped — then imported. Each mutant must
 //! import or be refused with an error: never a panic, never a module that does not verify
 //! (an importer bug); the accepted ones must compile at every preset and agree with the
-//! reference interpreter. `TESSERA_FUZZ_CASES` (accepted mutants) and `TESSERA_FUZZ_SEED`
-//! choose the run, as for the other fuzzers.
+//! reference interpreter. Each is imported with the sequence lengths and empty optionals its
+//! case's test data has, so mutants of models that take sequences and optionals get past the
+//! graph's boundary (tensor inputs keep their declared shapes, which mutations change).
+//! `TESSERA_FUZZ_CASES` (accepted mutants) and `TESSERA_FUZZ_SEED` choose the run, as for
+//! the other fuzzers.
 
 use crate::common::root;
 use crate::compile_check::check_everywhere;
@@ -12,8 +15,8 @@ use crate::compiler_fuzz::{env_number, Rng};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::process::Command;
 use tessera_onnx::proto::{DimensionValue, ModelProto, Value};
-use tessera_onnx::{import, read_model, ImportError, ImportOptions};
-use tessera_tools::conformance::case_dirs;
+use tessera_onnx::{import, read_model, ImportError, ImportOptions, InputShape};
+use tessera_tools::conformance::{case_dirs, case_inputs, input_shapes};
 use tessera_tools::registry;
 
 /// Small integers an attribute may be set to: edges of every range.
@@ -105,30 +108,33 @@ fn mutated_node_tests_import_cleanly_and_compile_everywhere() {
             .expect("python runs");
         assert!(status.success(), "scripts/onnx_node_tests.py failed");
     }
-    let models: Vec<(String, ModelProto)> = case_dirs(&dir, None)
+    let models: Vec<(String, ModelProto, ImportOptions)> = case_dirs(&dir, None)
         .expect("cases written")
         .into_iter()
         .filter_map(|case| {
             let name = case.file_name()?.to_str()?.to_string();
-            Some((name, read_model(&case.join("model.onnx")).ok()?))
+            let model = read_model(&case.join("model.onnx")).ok()?;
+            let mut shapes = input_shapes(&case_inputs(&case, &model).ok()?);
+            shapes.retain(|_, shape| !matches!(shape, InputShape::Tensor(_)));
+            let options = ImportOptions {
+                input_shapes: shapes,
+                side_file: "model.safetensors".into(),
+                source_name: "mutant.onnx".into(),
+                bound_inputs: Default::default(),
+            };
+            Some((name, model, options))
         })
         .collect();
     assert!(models.len() > 1000, "{} node tests", models.len());
     let cases = env_number("TESSERA_FUZZ_CASES", 40);
     let first = env_number("TESSERA_FUZZ_SEED", 1);
     let registry = registry();
-    let options = ImportOptions {
-        input_shapes: Default::default(),
-        side_file: "model.safetensors".into(),
-        source_name: "mutant.onnx".into(),
-        bound_inputs: Default::default(),
-    };
     let (mut failures, mut accepted, mut tried) = (Vec::new(), 0, 0);
     let mut seed = first;
     while accepted < cases && seed < first + 50 * cases.max(1) {
         let mut rng = Rng::new(seed);
         seed += 1;
-        let (name, model) = rng.pick(&models);
+        let (name, model, options) = rng.pick(&models);
         let mut mutant = model.clone();
         let mut changed = false;
         for _ in 0..1 + rng.below(2) {
@@ -139,7 +145,7 @@ fn mutated_node_tests_import_cleanly_and_compile_everywhere() {
         }
         tried += 1;
         let label = format!("{name} (seed {})", seed - 1);
-        let imported = catch_unwind(AssertUnwindSafe(|| import(&mutant, &options, &registry)));
+        let imported = catch_unwind(AssertUnwindSafe(|| import(&mutant, options, &registry)));
         match imported {
             Err(_) => failures.push(format!("{label}: the importer panicked")),
             Ok(Err(ImportError::Verify(why))) => failures.push(format!(
