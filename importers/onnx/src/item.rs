@@ -6,7 +6,7 @@
 //! the tensor of its strings' ids (see [`crate::strings`]), kept apart so that only the ops
 //! that may take strings get it.
 
-use crate::graph::{invalid, NodeResult, Val};
+use crate::graph::{invalid, unsupported, NodeResult, Val};
 
 /// A value of the graph under import.
 #[derive(Clone, Debug)]
@@ -36,6 +36,11 @@ impl Item {
     pub fn tensor(&self, what: &str) -> NodeResult<Val> {
         match self {
             Item::Tensor(v) => Ok(v.clone()),
+            // Valid ONNX (a sequence of strings, say) that tessera does not take.
+            Item::Strings(_) => unsupported(format!(
+                "{what} is a tensor of strings, which tessera takes only in the ops that move \
+                 them or test them for equality"
+            )),
             other => invalid(format!(
                 "{what} is {}, not a tensor of numbers",
                 other.kind()

@@ -89,4 +89,19 @@ fn ops_that_compute_on_characters_refuse_strings() {
         error.to_string().contains("compares strings with numbers"),
         "{error}"
     );
+    // A sequence of strings is valid ONNX that tessera does not take: listed, not invalid.
+    let m = model(
+        vec![node("SequenceConstruct", &["words"], &["s"], vec![])],
+        vec![typed_value("words", &[2], DataType::String)],
+        vec![typed_value("s", &[2], DataType::String)],
+        vec![],
+    );
+    let error = import(&m, &options(), &registry())
+        .err()
+        .expect("unsupported");
+    assert!(
+        matches!(&error, ImportError::Unsupported(nodes)
+            if nodes[0].reason.contains("input #0 is a tensor of strings")),
+        "{error}"
+    );
 }
