@@ -5,7 +5,9 @@ tessera's import checks and benchmarks: Keras applications MobileNetV2 and ResNe
 a GELU feed-forward; sequence 128, width 768, 12 heads), each through tf2onnx at opset 17.
 Every weight is drawn from a seeded normal distribution scaled by its fan-in, so outputs
 are far from uniform. For each model it writes OUT/NAME.onnx, an input OUT/NAME_x.npy
-(seeded) and ONNX Runtime's output OUT/NAME_y.npy for it. The files are large: they are
+(seeded), ONNX Runtime's output OUT/NAME_y.npy for it, and the Keras weights
+OUT/NAME.weights.h5 (bench/compare_onnx.py rebuilds the Keras model from them to time
+TensorFlow and XLA on the same model). The files are large: they are
 generated (default OUT: target/models), never committed.
 
 Run from the repository root (bench/.venv has TensorFlow, tf2onnx and onnxruntime):
@@ -86,6 +88,7 @@ def main():
         y = session.run(None, {session.get_inputs()[0].name: x})[0]
         np.save(os.path.join(args.out, f"{name}_x.npy"), x)
         np.save(os.path.join(args.out, f"{name}_y.npy"), y)
+        model.save_weights(os.path.join(args.out, f"{name}.weights.h5"))
         print(f"{path}: {os.path.getsize(path) / 1e6:.1f} MB, input {session.get_inputs()[0].name} {shape}, output {y.shape}, std {y.std():.3g}")
 
 
