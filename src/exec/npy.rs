@@ -126,8 +126,8 @@ pub fn read_npy_expecting(bytes: &[u8], expected: Option<ElementType>) -> Result
     let (dtype, shape) = parse_header(&header, expected.filter(|e| e.is_storage_only()))?;
     let Dtype::Element(element) = dtype else {
         return Err(NpyError::UnsupportedDtype(format!(
-            "'{header_descr}'",
-            header_descr = dtype.descr()
+            "'{}' (strings, where numbers are expected)",
+            dtype.descr()
         )));
     };
     let ty = TensorType::new(shape, element);
@@ -727,7 +727,7 @@ mod tests {
         );
         assert!(matches!(
             read_npy(&text),
-            Err(NpyError::UnsupportedDtype(_))
+            Err(NpyError::UnsupportedDtype(d)) if d.contains("where numbers are expected")
         ));
         // A code point past Unicode, or data cut short.
         let bad = npy_v1(

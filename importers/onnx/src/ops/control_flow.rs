@@ -22,7 +22,7 @@ pub const MAX_ITERATIONS: u64 = 4096;
 const MAX_UNROLLED_NODES: u64 = 1 << 18;
 
 /// Graph attribute `name` of `node`.
-fn graph<'m>(node: &Node<'m>, name: &str) -> NodeResult<&'m GraphProto> {
+pub(super) fn graph<'m>(node: &Node<'m>, name: &str) -> NodeResult<&'m GraphProto> {
     match node.attr(name).and_then(|a| a.g.as_ref()) {
         Some(g) => Ok(g),
         None => invalid(format!("it has no graph attribute '{name}'")),

@@ -65,11 +65,11 @@ pub fn get_element(
     inputs: &Items,
     _: &Scope,
 ) -> Result<Vec<Item>, Failure> {
-    Ok(vec![unwrap(item(inputs, 0)?)?])
+    Ok(vec![contents(item(inputs, 0)?)?])
 }
 
 /// The value `value` holds: an optional's contents, or itself.
-fn unwrap(value: Item) -> NodeResult<Item> {
+fn contents(value: Item) -> NodeResult<Item> {
     match value {
         Item::Optional(Some(inner)) => Ok(*inner),
         Item::Optional(None) => invalid("its input is an empty optional, which holds no value"),

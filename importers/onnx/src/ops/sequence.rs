@@ -4,13 +4,13 @@
 //! `SplitToSequence` become concatenations and slices, and `SequenceMap` converts its body
 //! once per element.
 
+use super::control_flow::graph;
 use super::shape::{concat_values, split_into};
 use super::{axis_in, item, tensor_item, Items};
 use crate::graph::{invalid, NodeError, NodeResult, Val};
 use crate::item::Item;
 use crate::node::Node;
 use crate::nodes::{Failure, NodeConverter, Scope};
-use crate::proto::GraphProto;
 use tessera::exec::tensor::Tensor;
 use tessera::types::{ElementType, TensorType};
 
@@ -236,10 +236,7 @@ pub fn map(
     inputs: &Items,
     scope: &Scope,
 ) -> Result<Vec<Item>, Failure> {
-    let body: &GraphProto = match node.attr("body").and_then(|a| a.g.as_ref()) {
-        Some(g) => g,
-        None => invalid("it has no graph attribute 'body'")?,
-    };
+    let body = graph(node, "body")?;
     let values = (0..inputs.len())
         .map(|index| item(inputs, index))
         .collect::<NodeResult<Vec<Item>>>()?;
