@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The GPU side of bench/compare.py (`compare.py --target=cuda` runs this): tessera-bench's
 workloads on GPU 0 in PyTorch eager (cuBLAS; TF32 off), torch.compile (Triton), JAX (XLA's GPU
-back end) and CuPy, on the very inputs tessera-bench used (it writes them with --save-io),
+back end, matmul precision "highest": no TF32 either) and CuPy, on the very inputs tessera-bench used (it writes them with --save-io),
 each checked against tessera's GPU outputs before anything is timed, then one table of
 device-side medians and ratios. Every system is timed the same way: a warm-up, then calls for
 --time seconds, each synchronized, median of the wall-clock times of whole calls on inputs
@@ -86,6 +86,10 @@ def prepare(system, workload, inputs):
         import jax
         import jax.numpy as jnp
 
+        # FP32 products in FP32, as tessera and the other peers compute them (XLA's GPU back
+        # end otherwise rounds their operands to TF32).
+        jax.config.update("jax_default_matmul_precision", "highest")
+
         args = [jax.device_put(a, jax.devices("gpu")[0]) for a in inputs]
         f = jax.jit(
             model(
@@ -130,7 +134,8 @@ def run_tessera(args, io_dir, json_path):
     command = [binary, "--target=cuda", "--workload", ",".join(args.workload), "--time",
                str(args.time), "--json", json_path, "--save-io", io_dir, "-O3", "--no-fusion"]
     print("running:", " ".join(command), file=sys.stderr)
-    if subprocess.run(command, stdout=subprocess.DEVNULL, cwd=ROOT).returncode != 0:
+    # Its own table (fused against unfused, launches, fractions of the limits) goes to stderr.
+    if subprocess.run(command, stdout=sys.stderr, cwd=ROOT).returncode != 0:
         sys.exit("compare_gpu.py: tessera-bench failed (its error is above)")
     with open(json_path) as f:
         return json.load(f)
@@ -194,7 +199,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": device, "limits": report["limits"], "rows": rows,
-                       "failures": failures}, f, indent=2)
+                       "failures": failures, "tessera": report}, f, indent=2)
     return 1 if any("disagrees" in f for f in failures) else 0
 
 

@@ -16,6 +16,13 @@ pub fn element_bytes(element: ElementType) -> usize {
 /// Writes `tensor`'s elements into `bytes` (as long as the tensor's elements take).
 pub fn encode_into(tensor: &Tensor, bytes: &mut [u8]) {
     let element = tensor.ty.element;
+    if let (ElementType::F32, TensorData::Float(values)) = (element, &tensor.data) {
+        // The common case, without the per-element dispatch below.
+        for (chunk, value) in bytes.chunks_exact_mut(4).zip(values) {
+            chunk.copy_from_slice(&(*value as f32).to_le_bytes());
+        }
+        return;
+    }
     let width = element_bytes(element);
     for (i, chunk) in bytes.chunks_exact_mut(width).enumerate() {
         let value = tensor.get_f64(i);
@@ -51,6 +58,11 @@ pub fn decode(ty: &TensorType, bytes: &[u8]) -> Tensor {
     let element = ty.element;
     let chunks = bytes.chunks_exact(element_bytes(element));
     let data = match element.class() {
+        ElementClass::Float if element == ElementType::F32 => TensorData::Float(
+            chunks
+                .map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+                .collect(),
+        ),
         ElementClass::Float => TensorData::Float(chunks.map(|c| read_float(element, c)).collect()),
         ElementClass::Int => TensorData::Int(chunks.map(|c| read_int(element, c)).collect()),
         ElementClass::Bool => TensorData::Bool(chunks.map(|c| c[0] & 1 != 0).collect()),
@@ -116,5 +128,16 @@ mod tests {
             let same = (0..3).all(|i| decoded.get_f64(i) == tensor.get_f64(i));
             assert!(same, "{element:?}: {tensor:?} came back as {decoded:?}");
         }
+    }
+
+    #[test]
+    fn f64_values_become_their_nearest_f32() {
+        let ty = TensorType::new(vec![3], ElementType::F32);
+        let tensor = Tensor::from_f64(&ty, vec![0.1, -1e40, 3.0]);
+        let bytes = encode(&tensor);
+        assert_eq!(bytes[..4], 0.1f32.to_le_bytes());
+        assert_eq!(bytes[4..8], f32::NEG_INFINITY.to_le_bytes());
+        assert_eq!(bytes[8..], 3.0f32.to_le_bytes());
+        assert_eq!(decode(&ty, &bytes).get_f64(0), f64::from(0.1f32));
     }
 }

@@ -2,7 +2,9 @@
 //! layer norm's mean and variance: a `linalg.generic` whose last loop alone reduces) is done
 //! by a warp per row instead of a thread per row. Each of the warp's 32 lanes reads every
 //! 32nd element of the row (consecutive lanes on consecutive elements: coalesced loads, where
-//! a thread per row strides by the row's length), folds them into a partial result, the 32
+//! a thread per row strides by the row's length), up to 8 of them loaded before any is
+//! folded (loads in flight, not one memory latency per element), folds them into a partial
+//! result, the 32
 //! partials meet through five `gpu.shuffle xor` steps, and lane 0 folds the row's result
 //! into the output. The warps of the block take rows in turn. The op becomes an `scf.forall`
 //! over the block's threads (`#gpu.thread<linear_dim_0>`, so that lanes are the hardware's),
@@ -41,6 +43,11 @@ constexpr int64_t kWarp = 32;
 
 /// The most warps a reduction takes: 256 threads, a block's worth.
 constexpr int64_t kMaxWarps = 8;
+
+/// The most elements a lane loads before folding them: eight loads in flight per lane cover
+/// the latency of device memory with the few warps a row reduction keeps per multiprocessor,
+/// in eight registers.
+constexpr int64_t kMaxGroup = 8;
 
 /// Whether `op` folds two values associatively (the order of a warp's folds differs from a
 /// loop's).
@@ -195,14 +202,36 @@ void rewrite(RowReduction r) {
     return indices;
   };
 
-  // Each lane folds elements lane, lane + 32, ...: the first starts its partial.
-  mlir::Value first = elementAt(b, loc, r, indicesAt(lane));
-  mlir::Value next = b.create<mlir::arith::AddIOp>(loc, lane, index(kWarp));
+  // Each lane folds elements lane, lane + 32, ...: chunk k of the row is elements 32k to
+  // 32k + 31. The chunks go in groups of `unroll`, each group's elements all loaded before
+  // the first is folded, so that a lane has `unroll` loads in flight instead of waiting for
+  // each one (the loop's trip count is a constant, for LLVM to unroll further). The first
+  // group starts the partial.
+  int64_t chunks = length / kWarp;
+  int64_t unroll = 1;
+  while (unroll < kMaxGroup && chunks % (2 * unroll) == 0)
+    unroll *= 2;
+  auto foldGroup = [&](mlir::OpBuilder &gb, mlir::Location l, mlir::Value firstChunk,
+                       mlir::Value partial) {
+    llvm::SmallVector<mlir::Value> elements;
+    for (int64_t u = 0; u < unroll; ++u) {
+      mlir::Value chunk = gb.create<mlir::arith::AddIOp>(
+          l, firstChunk, gb.create<mlir::arith::ConstantIndexOp>(l, u));
+      mlir::Value position = gb.create<mlir::arith::AddIOp>(
+          l, lane,
+          gb.create<mlir::arith::MulIOp>(l, chunk,
+                                         gb.create<mlir::arith::ConstantIndexOp>(l, kWarp)));
+      elements.push_back(elementAt(gb, l, r, indicesAt(position)));
+    }
+    for (mlir::Value element : elements)
+      partial = partial ? applyFold(gb, r, partial, element) : element;
+    return partial;
+  };
+  mlir::Value first = foldGroup(b, loc, index(0), mlir::Value());
   auto lengthLoop = b.create<mlir::scf::ForOp>(
-      loc, next, index(length), index(kWarp), mlir::ValueRange{first},
-      [&](mlir::OpBuilder &lb, mlir::Location l, mlir::Value position, mlir::ValueRange acc) {
-        mlir::Value element = elementAt(lb, l, r, indicesAt(position));
-        lb.create<mlir::scf::YieldOp>(l, applyFold(lb, r, acc[0], element));
+      loc, index(unroll), index(chunks), index(unroll), mlir::ValueRange{first},
+      [&](mlir::OpBuilder &lb, mlir::Location l, mlir::Value chunk, mlir::ValueRange acc) {
+        lb.create<mlir::scf::YieldOp>(l, foldGroup(lb, l, chunk, acc[0]));
       });
   mlir::Value partial = lengthLoop.getResult(0);
 

@@ -1,10 +1,11 @@
 //! The CUDA driver, as the GPU runtime uses it: one context and stream on device 0, a module
-//! of PTX loaded once, device memory, copies and launches. The driver library
+//! of PTX loaded once, device memory, page-locked host memory, copies, launches, and graphs
+//! of them captured once and replayed. The driver library
 //! (`libcuda.so.1`) is loaded when the first device opens (cudarc's dynamic loading), so
 //! tessera builds and runs where there is none; [`driver_present`] says whether there is one
 //! before anything calls it (cudarc panics otherwise).
 
-use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaStream};
+use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaGraph, CudaStream};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -18,7 +19,8 @@ pub fn driver_present() -> bool {
     unsafe { sys::is_culib_present() }
 }
 
-/// A GPU: device 0's primary context and one stream, on which everything runs in order.
+/// A GPU: device 0's primary context and one stream of its own (not the legacy default
+/// stream, which cannot be captured into a graph), on which everything runs in order.
 pub struct Device {
     context: Arc<CudaContext>,
     stream: Arc<CudaStream>,
@@ -29,6 +31,20 @@ pub struct DeviceBuffer {
     address: sys::CUdeviceptr,
     bytes: usize,
     context: Arc<CudaContext>,
+}
+
+/// Page-locked host memory of a given size, zeroed, freed when dropped: the device copies
+/// from and to it directly (pageable memory goes through the driver's own staging copy).
+pub struct PinnedBuffer {
+    pointer: *mut u8,
+    bytes: usize,
+    context: Arc<CudaContext>,
+}
+
+/// Work on the stream captured once (copies and launches on buffers that stay where they
+/// are) and replayed by one call of the driver.
+pub struct Graph {
+    graph: CudaGraph,
 }
 
 /// A point in the stream's order, recorded to time what runs between two of them on the
@@ -50,7 +66,9 @@ impl Device {
             return Err(NO_DRIVER.to_string());
         }
         let context = CudaContext::new(0).map_err(|e| format!("cannot open CUDA device 0: {e}"))?;
-        let stream = context.default_stream();
+        let stream = context
+            .new_stream()
+            .map_err(|e| format!("cannot create a CUDA stream: {e}"))?;
         Ok(Device { context, stream })
     }
 
@@ -104,12 +122,41 @@ impl Device {
         })
     }
 
+    /// `bytes` of zeroed page-locked host memory (at least one byte).
+    pub fn pin(&self, bytes: usize) -> Result<PinnedBuffer, String> {
+        self.context.bind_to_thread().map_err(|e| e.to_string())?;
+        // SAFETY: the context is current on this thread; the memory is freed on drop.
+        let pointer = unsafe { result::malloc_host(bytes.max(1), 0) }
+            .map_err(|e| format!("cannot allocate {bytes} bytes of page-locked host memory: {e}"))?
+            .cast::<u8>();
+        // SAFETY: `pointer` holds `bytes.max(1)` writable bytes, just allocated.
+        unsafe { std::ptr::write_bytes(pointer, 0, bytes.max(1)) };
+        Ok(PinnedBuffer {
+            pointer,
+            bytes,
+            context: Arc::clone(&self.context),
+        })
+    }
+
+    /// What `work` queues on the stream, captured as a graph instead of run; `None` when it
+    /// queued nothing, failed, or the driver could not capture it (the caller then queues
+    /// the work itself, which says what fails). The stream leaves capture mode either way.
+    pub fn capture<E>(&self, work: impl FnOnce() -> Result<(), E>) -> Option<Graph> {
+        self.stream
+            .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .ok()?;
+        let queued = work();
+        let captured = self.stream.end_capture(sys::CUgraphInstantiate_flags(0));
+        queued.ok()?;
+        captured.ok().flatten().map(|graph| Graph { graph })
+    }
+
     /// Copies `data` to the start of `buffer` (at most its size), in stream order.
     pub fn upload(&self, buffer: &DeviceBuffer, data: &[u8]) -> Result<(), String> {
         let data = &data[..data.len().min(buffer.bytes)];
-        // SAFETY: `buffer` holds at least `data.len()` bytes; the host slice outlives the copy
-        // because the stream is synchronized before `data` can be dropped by the caller
-        // (`synchronize` after every call's copies).
+        // SAFETY: `buffer` holds at least `data.len()` bytes; the host memory outlives the
+        // copy: callers synchronize the stream before they drop it, and a captured graph's
+        // copies read page-locked memory kept as long as the graph.
         unsafe { result::memcpy_htod_async(buffer.address, data, self.stream.cu_stream()) }
             .map_err(|e| format!("cannot copy {} bytes to the GPU: {e}", data.len()))
     }
@@ -118,8 +165,9 @@ impl Device {
     /// is there once the stream is synchronized.
     pub fn download(&self, buffer: &DeviceBuffer, data: &mut [u8]) -> Result<(), String> {
         let length = data.len().min(buffer.bytes);
-        // SAFETY: `buffer` holds at least `length` bytes; `data` stays borrowed until the
-        // caller synchronizes.
+        // SAFETY: `buffer` holds at least `length` bytes; `data` stays alive until the caller
+        // synchronizes (a captured graph's copies write page-locked memory kept as long as
+        // the graph).
         unsafe {
             result::memcpy_dtoh_async(&mut data[..length], buffer.address, self.stream.cu_stream())
         }
@@ -216,6 +264,40 @@ impl Device {
     /// Waits for everything queued on the stream; a kernel's fault surfaces here.
     pub fn synchronize(&self) -> Result<(), String> {
         self.stream.synchronize().map_err(|e| e.to_string())
+    }
+}
+
+impl Graph {
+    /// Queues the captured work on the stream it was captured from.
+    pub fn launch(&self) -> Result<(), String> {
+        self.graph
+            .launch()
+            .map_err(|e| format!("cannot launch a CUDA graph: {e}"))
+    }
+}
+
+impl PinnedBuffer {
+    /// Its bytes. Only read them when no copy into them is in flight (after a synchronize).
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `pointer` holds `bytes` initialized bytes (zeroed at allocation) for the
+        // life of `self`; the borrow of `self` keeps them alive.
+        unsafe { std::slice::from_raw_parts(self.pointer, self.bytes) }
+    }
+
+    /// Its bytes, to write. Only when no copy from them is in flight (after a synchronize).
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as in `as_slice`, and the mutable borrow of `self` makes this the only
+        // reference.
+        unsafe { std::slice::from_raw_parts_mut(self.pointer, self.bytes) }
+    }
+}
+
+impl Drop for PinnedBuffer {
+    fn drop(&mut self) {
+        if self.context.bind_to_thread().is_ok() {
+            // SAFETY: the pointer came from `malloc_host` in this context and is freed once.
+            let _ = unsafe { result::free_host(self.pointer.cast()) };
+        }
     }
 }
 
