@@ -57,8 +57,9 @@ const WARP_THREADS: &str = "tessera.gpu_warp_threads";
 
 /// What runs after it: loop-invariant views hoisted, threads' register tiles of products with
 /// their accumulators in registers (src/mlir/gpu/cxx/register_tiles.cpp), block buffers into
-/// shared memory, kernels outlined into one module.
-const OUTLINE: &str = "loop-invariant-code-motion,tessera-gpu-register-tiles,tessera-promote-block-buffers,gpu-kernel-outlining,tessera-merge-gpu-modules,cse";
+/// shared memory, constants sunk into the kernels (for LLVM to fold them, instead of kernel
+/// arguments), kernels outlined into one module.
+const OUTLINE: &str = "loop-invariant-code-motion,tessera-gpu-register-tiles,tessera-promote-block-buffers,gpu-launch-sink-index-computations,gpu-kernel-outlining,tessera-merge-gpu-modules,cse";
 
 /// An op whose tile goes to threads: its handle's index among the marked ones, its loops
 /// (inside the block), its thread tiles and, for a contraction, how its operands are staged
