@@ -249,6 +249,15 @@ pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64], unit: VectorUnit)
         .collect()
 }
 
+/// The register sizes of convolution `name` with `loops` in a register group (see
+/// `tessera-tile`), whose loops are one cache tile's already: its register tiles divide the
+/// whole of them. Cache tiles chosen over them again would split a tile that is one output row
+/// already along its row (7 pixels into tiles of 1: a 1x1 convolution over 7 x 7 x 2048 into 64
+/// channels ran at a fifth of the FMA peak, one pixel and two accumulators per register tile).
+pub fn group_register_sizes(name: &str, loops: &Loops, unit: VectorUnit) -> Vec<i64> {
+    choose_vector(name, loops, &vec![0; loops.0.len()], unit)
+}
+
 /// The cache tile sizes the strategy picks for `name` with `loops`. Elementwise ops reuse
 /// nothing across a tile: they go one row at a time, the whole row (16 x 64 blocks read 256
 /// bytes per row at a 4 KiB stride, 48 streams for an add, and ran an add over 4096 x 1024
@@ -612,6 +621,31 @@ mod tests {
         let before = tiles.clone();
         balance_threads("linalg.matmul", &mut tiles, &matmul, 2);
         assert_eq!(tiles, before);
+    }
+
+    #[test]
+    fn register_groups_keep_whole_rows_of_pixels() {
+        let tile = |h: i64, w: i64, f: i64, c: i64| {
+            Loops(vec![
+                (1, false),
+                (h, false),
+                (w, false),
+                (f, false),
+                (1, true),
+                (1, true),
+                (c, true),
+            ])
+        };
+        let name = "linalg.conv_2d_nhwc_hwcf";
+        // A cache tile of one output row of 7 pixels: register tiles of all 7, not of 1.
+        assert_eq!(
+            group_register_sizes(name, &tile(1, 7, 64, 2048), VectorUnit::AVX512),
+            [1, 1, 7, 32, 1, 0, 1]
+        );
+        assert_eq!(
+            group_register_sizes(name, &tile(7, 14, 64, 1024), VectorUnit::AVX512),
+            [1, 1, 7, 32, 1, 0, 1]
+        );
     }
 
     #[test]

@@ -14,8 +14,9 @@
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::{walk, WalkedOp};
 use crate::mlir::cpu::strategy::{
-    balance_threads, cache_order, choose, choose_vector, host_l2_bytes, register_order,
-    thread_chunks, transpose_blocks, VectorUnit, TILE_SIZES, TRANSPOSE, VECTOR_SIZES,
+    balance_threads, cache_order, choose, choose_vector, group_register_sizes, host_l2_bytes,
+    register_order, thread_chunks, transpose_blocks, VectorUnit, TILE_SIZES, TRANSPOSE,
+    VECTOR_SIZES,
 };
 use crate::mlir::pipeline::loop_nest::{loops, map_results, Loops, PARALLEL};
 use crate::mlir::pipeline::schedule::{
@@ -95,11 +96,7 @@ struct RegisterGroup<'c> {
 /// `scf.forall` (a tile `tessera-fuse` made) reading, as its same-shaped input, the only
 /// result of a `linalg.conv_2d_nhwc_hwcf` used by it alone, which accumulates from a fill
 /// used by it alone, all three in that tile, none with pinned sizes.
-fn register_group<'c>(
-    op: &WalkedOp<'c>,
-    unit: VectorUnit,
-    l2_bytes: i64,
-) -> Option<RegisterGroup<'c>> {
+fn register_group<'c>(op: &WalkedOp<'c>, unit: VectorUnit) -> Option<RegisterGroup<'c>> {
     let pinned =
         |o: &WalkedOp<'c>| o.attribute(TILE_SIZES).is_some() || o.attribute(VECTOR_SIZES).is_some();
     if op.name() != "linalg.generic" || op.result_count() != 1 || op.touches_i1() || pinned(op) {
@@ -141,9 +138,7 @@ fn register_group<'c>(
     {
         return None;
     }
-    let name = convolution.name();
-    let cache = choose(&name, &convolution_loops, l2_bytes);
-    let register = choose_vector(&name, &convolution_loops, &cache, unit);
+    let register = group_register_sizes(&convolution.name(), &convolution_loops, unit);
     let tile = register[..outputs].to_vec();
     let reduction = (0..register.len())
         .map(|i| if i < outputs { 0 } else { register[i] })
@@ -162,13 +157,12 @@ fn mark_register_groups(
     module: &melior::ir::Module<'_>,
     ctx: &melior::Context,
     unit: VectorUnit,
-    l2_bytes: i64,
 ) -> usize {
     let marked = Attribute::unit(ctx);
     let i64_type = IntegerType::new(ctx, 64).into();
     let mut groups = 0;
     walk(module, |op| {
-        let Some(group) = register_group(op, unit, l2_bytes) else {
+        let Some(group) = register_group(op, unit) else {
             return;
         };
         let identity: Vec<usize> = (0..group.tile.len()).collect();
@@ -373,7 +367,7 @@ impl Stage for Tile {
         let threads = options
             .positive("threads", 1)
             .map_err(|e| stage_error(self.name(), e))? as i64;
-        if forced.is_none() && mark_register_groups(&module, ctx, unit, l2_bytes) > 0 {
+        if forced.is_none() && mark_register_groups(&module, ctx, unit) > 0 {
             run_upstream(env, &mut module, TILE_GROUPS, self.name())?;
         }
         let mut count = 0;
