@@ -350,7 +350,7 @@ fn chosen_workloads(args: &BenchArgs) -> Result<Vec<Workload>, Failure> {
             &side_file_for(path),
             "tessera-bench",
         )
-        .map_err(Failure::Message)?;
+        .map_err(Failure::Diagnostics)?;
         return Ok(vec![Workload {
             title: format!("{} (ONNX model)", path.display()),
             entry: args.entry.clone().unwrap_or_default(),

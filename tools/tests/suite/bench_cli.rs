@@ -144,7 +144,7 @@ fn a_user_model_runs_in_the_modes_asked() {
 
 #[test]
 fn bad_arguments_are_errors() {
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
         (
             &["--workload", "w9"],
             "unknown workload 'w9' (workloads: w1_b1, w1_b64",
@@ -158,12 +158,18 @@ fn bad_arguments_are_errors() {
             &["testdata/models/missing.tsr"],
             "cannot read 'testdata/models/missing.tsr'",
         ),
+        (&["testdata/onnx/missing.onnx"], "cannot read"),
     ];
     for (args, message) in cases {
         let out = bench(args);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
         let err = text(&out.stderr);
         assert!(err.contains(message), "{args:?}: {err}");
+        assert_eq!(
+            err.matches("tessera-bench: error").count(),
+            1,
+            "one prefix: {args:?}: {err}"
+        );
     }
 }
 
