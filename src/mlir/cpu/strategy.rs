@@ -222,19 +222,26 @@ pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64], unit: VectorUnit)
     // that is not innermost would be strided, one element each.
     let innermost = loops.0.iter().rposition(|&(extent, _)| extent > 1);
     let across = reduces && innermost.is_some_and(|i| !loops.0[i].1);
-    let span = |i: usize| match (loops.0.get(i), cache.get(i)) {
-        (Some(&(extent, _)), Some(&0) | None) => extent,
-        (_, Some(&tile)) => tile,
-        (None, _) => 1,
-    };
-    let (pixels, channels) = convolution_tile(span(2), span(3), unit);
-    loops
+    // What each register tile divides: its cache tile, or the whole loop where untiled.
+    let spans: Vec<i64> = loops
         .0
         .iter()
         .zip(cache)
+        .map(|(&(extent, _), &tile)| if tile == 0 { extent } else { tile })
+        .collect();
+    // A convolution contracting input channels: [N, OH, OW, F, KH, KW, C].
+    let contracts = windowed && spans.len() == 7;
+    let (pixels, channels) = if contracts {
+        convolution_tile(spans[2], spans[3], unit)
+    } else {
+        (1, 1)
+    };
+    loops
+        .0
+        .iter()
+        .zip(&spans)
         .enumerate()
-        .map(|(i, (&(extent, reduction), &tile))| {
-            let span = if tile == 0 { extent } else { tile };
+        .map(|(i, (&(extent, reduction), &span))| {
             let width = |target| divisor_at_most(span, target);
             let lanes = |target| register_width(span, target, unit.lanes);
             if windowed {
@@ -243,14 +250,13 @@ pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64], unit: VectorUnit)
                 // 0, 1] with AVX-512. A convolution that contracts input channels is a matmul
                 // per tap (output pixels x channels in, channels in x F): the unit's
                 // accumulator tile of pixels by F (`convolution_tile`), channels stepped by
-                // one (outer products of broadcast pixels and F vectors). Contracting 64 channels at once unrolled
-                // 64 x 3 taps into one block whose broadcasts LLVM spilled to the stack (a
-                // 3x3 convolution over 28x28x128 at 29% of the FMA peak, 72% stepped by one,
-                // and a 20th of the compile time). Pooling and depthwise convolutions (no
-                // contraction) take rows of 8 pixels and 16 lanes. The vectorizer unrolls
-                // the window row: a wide one goes one tap at a time (a window of 2^30 taps
-                // was unrolled until memory ran out).
-                let contracts = loops.0.len() == 7;
+                // one (outer products of broadcast pixels and F vectors). Contracting 64
+                // channels at once unrolled 64 x 3 taps into one block whose broadcasts LLVM
+                // spilled to the stack (a 3x3 convolution over 28x28x128 at 29% of the FMA
+                // peak, 72% stepped by one, and a 20th of the compile time). Pooling and
+                // depthwise convolutions (no contraction) take rows of 8 pixels and 16 lanes.
+                // The vectorizer unrolls the window row: a wide one goes one tap at a time (a
+                // window of 2^30 taps was unrolled until memory ran out).
                 return match i {
                     2 if contracts => pixels,
                     3 if contracts => channels,
