@@ -236,6 +236,50 @@ fn unit_indices_as_loops<'c>(
     true
 }
 
+/// The extent of each loop in one register tile, given the loops' cache tile sizes and
+/// register tile sizes (0 = the whole of the level above).
+fn register_extents(loops: &Loops, cache: &[i64], register: &[i64]) -> Vec<i64> {
+    loops
+        .0
+        .iter()
+        .enumerate()
+        .map(|(d, &(extent, _))| {
+            let cache = cache.get(d).copied().filter(|&s| s != 0).unwrap_or(extent);
+            let register = register
+                .get(d)
+                .copied()
+                .filter(|&s| s != 0)
+                .unwrap_or(cache);
+            register.min(cache).min(extent)
+        })
+        .collect()
+}
+
+/// Whether generic `op`'s register tile (its loops' `extents`) has a reduction loop of one
+/// iteration that one input reads and another does not. Vectorized, the input that does
+/// not read it is broadcast along it, and MLIR 19's contraction patterns
+/// (`CombineContractBroadcast`) fold that unit broadcast away into a `vector.contract` whose
+/// reduction dimension only one side has, which the verifier rejects (a weighted sum of a
+/// tensor<4x10> into a scalar, tiled one row at a time). Such a tile stays scalar.
+fn reads_unit_reduction_on_one_side(op: &WalkedOp<'_>, loops: &Loops, extents: &[i64]) -> bool {
+    let Some(text) = op.attribute("indexing_maps").map(|m| m.to_string()) else {
+        return false;
+    };
+    let maps = map_results(&text);
+    let inputs = &maps[..maps.len().saturating_sub(1)];
+    let reads = |map: &[String], dim: &str| {
+        map.iter()
+            .any(|expr| expr.split(|c: char| !c.is_alphanumeric()).any(|t| t == dim))
+    };
+    loops.0.iter().enumerate().any(|(d, &(_, reduction))| {
+        let dim = format!("d{d}");
+        reduction
+            && extents.get(d) == Some(&1)
+            && inputs.iter().any(|map| reads(map, &dim))
+            && inputs.iter().any(|map| !reads(map, &dim))
+    })
+}
+
 /// Splits the long row reductions of `module` (those that qualify, see [`SPLIT_LANES`], and
 /// have no pinned sizes): `split_reduction` with the lanes as the innermost parallel loop.
 /// An op that cannot be split stays as it is (its failure is suppressed).
@@ -418,6 +462,10 @@ impl Stage for Tile {
             let register_level = register
                 .as_ref()
                 .is_some_and(|r| r.len() == op_loops.0.len());
+            let vectorizable = register.as_ref().is_some_and(|register| {
+                let extents = register_extents(&op_loops, &cache, register);
+                !reads_unit_reduction_on_one_side(op, &op_loops, &extents)
+            });
             let cache_loops = cache_order(&name, &op_loops, &cache, l2_bytes);
             let chunks = match forced {
                 Some(_) => None,
@@ -437,7 +485,7 @@ impl Stage for Tile {
                 return;
             }
             op.set_attribute(MARKER, melior::ir::Attribute::unit(ctx));
-            if register_level && !op.touches_i1() {
+            if register_level && vectorizable && !op.touches_i1() {
                 // Register tiles are what tessera-vectorize turns into vectors; untiled ops
                 // (whole tensors) must not become vectors of the whole tensor.
                 op.set_attribute(VECTORIZE, melior::ir::Attribute::unit(ctx));
