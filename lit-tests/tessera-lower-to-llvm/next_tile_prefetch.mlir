@@ -105,9 +105,12 @@ func.func @diagonal(%in: memref<64x64xf32>) -> vector<4x1xf32> {
 // PANEL-NEXT: %[[P_ON:.*]] = arith.addi %[[P]], %[[C1]] : index
 // PANEL-NEXT: %[[WRAPS:.*]] = arith.cmpi sge, %[[P_ON]], %[[C4]] : index
 // PANEL-NEXT: %[[NEXT_P:.*]] = arith.select %[[WRAPS]], %[[C0]], %[[P_ON]] : index
+// The prefetches open the step, before its reads (after the reads of the pixels, LLVM kept
+// every broadcast of the step live at once).
 // PANEL: scf.for %[[C:.*]] = %[[C0]] to %{{.*}} step %[[C1]] iter_args
-// PANEL: memref.prefetch %{{.*}}[%[[NEXT_P]], %[[C]], %[[C0]]], read, locality<3>, data : memref<4x64x32xf32>
+// PANEL-NEXT: memref.prefetch %{{.*}}[%[[NEXT_P]], %[[C]], %[[C0]]], read, locality<3>, data : memref<4x64x32xf32>
 // PANEL-NEXT: memref.prefetch %{{.*}}[%[[NEXT_P]], %[[C]], %[[C16:.*]]], read, locality<3>, data : memref<4x64x32xf32>
+// PANEL-NEXT: vector.transfer_read %{{.*}} : memref<1x1x16x64xf32>, vector<4x1xf32>
 // PANEL-NEXT: vector.transfer_read %{{.*}}[%[[P]], %[[C]], %[[C0]]]
 // Under the default min-constant-bytes (2 MiB) the filters are not prefetched.
 // CHECK-LABEL: func.func @panels
