@@ -127,22 +127,27 @@ pub fn register_width(extent: i64, target: i64, lanes: i64) -> i64 {
     }
 }
 
-/// The most output pixels a convolution's register tile takes: one broadcast each per step.
-/// Sixteen-pixel tiles one register wide with AVX-512 (MobileNetV2's projections into 16 and
-/// 24 channels) ran the model in 6.6-6.7 ms where tiles of 8 ran it in 6.2-6.3.
+/// The most output pixels a convolution's register tile one register wide takes: one
+/// broadcast per FMA, so the loads bound it. Sixteen-pixel tiles one register wide with
+/// AVX-512 (MobileNetV2's projections into 16 and 24 channels) ran the model in 6.6-6.7 ms
+/// where tiles of 8 ran it in 6.2-6.3.
 const MAX_TILE_PIXELS: i64 = 8;
 
 /// A convolution's register tile, output pixels by output channels, over `pixels` pixels of
-/// an output row and `channels` output channels: as many accumulator registers as a matmul's
-/// tile holds, two registers wide with as many pixels as fill the rest, or one register wide
-/// with up to twice the pixels where that computes more per step (the wider when they tie:
-/// fewer broadcasts), never more than [`MAX_TILE_PIXELS`]. Output rows come in 7, 14, 28 and
-/// 56 pixels; with AVX2's four rows two registers wide, a row of 7 went one pixel at a time
-/// and a row of 14 two (two and four accumulators, each a chain of dependent FMAs: all of
-/// ResNet-50's convolutions but the stem), where one register wide they go 7 at a time.
-pub fn convolution_tile(pixels: i64, channels: i64, unit: VectorUnit) -> (i64, i64) {
-    let (rows, columns) = unit.matmul_tile();
-    let accumulators = rows * columns / unit.lanes.max(1);
+/// an output row and `channels` output channels, for a window row of `taps` taps (unrolled:
+/// each tap's filter vectors are live at once): two registers wide or one, with as many
+/// pixels as the registers the filter's vectors and one broadcast leave hold accumulators
+/// (at most [`MAX_TILE_PIXELS`] one register wide), the one that computes more per step (the
+/// wider when they tie: fewer broadcasts). Output rows come in 7, 14, 28 and 56 pixels; with
+/// AVX2's four rows two registers wide, a row of 7 went one pixel at a time and a row of 14
+/// two (two and four accumulators, each a chain of dependent FMAs: all of ResNet-50's
+/// convolutions but the stem), where one register wide they go 7 at a time. A 1x1
+/// convolution with AVX-512 takes 14 pixels by 32 channels (28 accumulators): its tiles of
+/// 7 or 8 pixels (16 accumulators, the matmul tile's) ran 28 x 28 x 512 -> 128 in 0.68 ms and
+/// 56 x 56 x 256 -> 64 in 0.66, tiles of 14 in 0.57 and 0.57; 3x3 ones keep 7 or 8 pixels
+/// (their three taps' six filter vectors leave room for 12, and 14 spilled: 2-3x slower).
+pub fn convolution_tile(pixels: i64, channels: i64, taps: i64, unit: VectorUnit) -> (i64, i64) {
+    let (_, columns) = unit.matmul_tile();
     [columns, unit.lanes]
         .into_iter()
         .map(|target| {
@@ -150,7 +155,13 @@ pub fn convolution_tile(pixels: i64, channels: i64, unit: VectorUnit) -> (i64, i
             let registers = (width.max(1) as u64)
                 .next_power_of_two()
                 .div_ceil(unit.lanes.max(1) as u64) as i64;
-            let most = (accumulators / registers).clamp(1, MAX_TILE_PIXELS);
+            let accumulators = unit.registers - taps.max(1) * registers - 1;
+            let cap = if registers == 1 {
+                MAX_TILE_PIXELS
+            } else {
+                i64::MAX
+            };
+            let most = (accumulators / registers).clamp(1, cap);
             (divisor_at_most(pixels, most), width)
         })
         .max_by_key(|&(rows, width)| (rows * width, width))
@@ -232,7 +243,12 @@ pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64], unit: VectorUnit)
     // A convolution contracting input channels: [N, OH, OW, F, KH, KW, C].
     let contracts = windowed && spans.len() == 7;
     let (pixels, channels) = if contracts {
-        convolution_tile(spans[2], spans[3], unit)
+        let taps = if spans[5] > MAX_UNROLLED_TAPS {
+            1
+        } else {
+            spans[5]
+        };
+        convolution_tile(spans[2], spans[3], taps, unit)
     } else {
         (1, 1)
     };
@@ -686,32 +702,41 @@ mod tests {
         );
         assert_eq!(
             group_register_sizes(name, &tile(7, 14, 64, 1024), VectorUnit::AVX512),
-            [1, 1, 7, 32, 1, 0, 1]
+            [1, 1, 14, 32, 1, 0, 1]
         );
     }
 
     #[test]
     fn convolution_tiles_fill_the_accumulators_whatever_the_row() {
-        let avx2 = |pixels, channels| convolution_tile(pixels, channels, VectorUnit::AVX2);
-        let avx512 = |pixels, channels| convolution_tile(pixels, channels, VectorUnit::AVX512);
-        // AVX2, 8 accumulators: rows of 7 and 14 one register wide; 28 and 56 two.
+        let avx2 = |pixels, channels| convolution_tile(pixels, channels, 3, VectorUnit::AVX2);
+        let avx512 = |pixels, channels| convolution_tile(pixels, channels, 3, VectorUnit::AVX512);
+        // AVX2, 3x3: rows of 7 and 14 one register wide; 28 and 56 two.
         assert_eq!(avx2(7, 64), (7, 8));
         assert_eq!(avx2(14, 64), (7, 8));
         assert_eq!(avx2(28, 64), (4, 16));
         assert_eq!(avx2(8, 64), (4, 16));
-        // AVX-512, 16 accumulators: two registers wide, up to 8 pixels.
+        // AVX-512, 3x3: two registers wide, up to 12 pixels.
         assert_eq!(avx512(7, 64), (7, 32));
         assert_eq!(avx512(14, 512), (7, 32));
         assert_eq!(avx512(56, 64), (8, 32));
+        assert_eq!(avx512(24, 64), (12, 32));
         // Narrow outputs: one register (or half of one), still at most 8 pixels.
         assert_eq!(avx512(14, 24), (7, 8));
         assert_eq!(avx512(16, 16), (8, 16));
         assert_eq!(avx2(14, 24), (7, 8));
         // A prime row wider than any tile goes a pixel at a time.
         assert_eq!(avx512(17, 64), (1, 32));
+        // 1x1 windows: two filter vectors live, 28 accumulators with AVX-512; AVX2 as 3x3.
+        let pointwise =
+            |pixels, channels| convolution_tile(pixels, channels, 1, VectorUnit::AVX512);
+        assert_eq!(pointwise(14, 512), (14, 32));
+        assert_eq!(pointwise(56, 64), (14, 32));
+        assert_eq!(pointwise(7, 2048), (7, 32));
+        assert_eq!(pointwise(56, 16), (8, 16));
+        assert_eq!(convolution_tile(28, 64, 1, VectorUnit::AVX2), (4, 16));
+        assert_eq!(convolution_tile(14, 64, 1, VectorUnit::AVX2), (7, 8));
     }
 
-    #[test]
     fn cache_tiles_along_the_lanes_keep_whole_registers() {
         assert_eq!(lane_aligned_divisor_at_most(72, 64), 24);
         assert_eq!(lane_aligned_divisor_at_most(96, 64), 32);
