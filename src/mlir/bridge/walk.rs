@@ -504,6 +504,21 @@ impl<'c> WalkedOp<'c> {
         }
     }
 
+    /// The position, in its block, of the block argument operand `index` reads, if it reads
+    /// one (a `linalg.generic` body's operand: the op's operand at that position).
+    pub fn operand_argument_number(&self, index: usize) -> Option<usize> {
+        // SAFETY: as in `name`; values are read, not changed, and only a block argument's
+        // number is asked for.
+        unsafe {
+            if index as isize >= mlir_sys::mlirOperationGetNumOperands(self.raw) {
+                return None;
+            }
+            let value = mlir_sys::mlirOperationGetOperand(self.raw, index as isize);
+            mlir_sys::mlirValueIsABlockArgument(value)
+                .then(|| mlir_sys::mlirBlockArgumentGetArgNumber(value) as usize)
+        }
+    }
+
     /// How many uses result 0 has.
     pub fn use_count(&self) -> usize {
         // SAFETY: as in `name`; use lists are read, not changed.

@@ -255,28 +255,57 @@ fn register_extents(loops: &Loops, cache: &[i64], register: &[i64]) -> Vec<i64> 
         .collect()
 }
 
-/// Whether generic `op`'s register tile (its loops' `extents`) has a reduction loop of one
-/// iteration that one input reads and another does not. Vectorized, the input that does
-/// not read it is broadcast along it, and MLIR 19's contraction patterns
-/// (`CombineContractBroadcast`) fold that unit broadcast away into a `vector.contract` whose
+/// The casts a product's factor may go through and still be folded into a contraction.
+const CASTS: [&str; 5] = [
+    "arith.extf",
+    "arith.extsi",
+    "arith.extui",
+    "arith.sitofp",
+    "arith.uitofp",
+];
+
+/// Whether generic `op`'s register tile (its loops' `extents`) multiplies two inputs, one of
+/// which reads a reduction loop of one iteration and the other not. Vectorized, the product's
+/// reduction becomes a `vector.contract` with the second input broadcast along that loop, and
+/// MLIR 19's `CombineContractBroadcast` folds the unit broadcast away into a contraction whose
 /// reduction dimension only one side has, which the verifier rejects (a weighted sum of a
 /// tensor<4x10> into a scalar, tiled one row at a time). Such a tile stays scalar.
-fn reads_unit_reduction_on_one_side(op: &WalkedOp<'_>, loops: &Loops, extents: &[i64]) -> bool {
-    let Some(text) = op.attribute("indexing_maps").map(|m| m.to_string()) else {
+fn multiplies_across_unit_reduction(op: &WalkedOp<'_>, loops: &Loops, extents: &[i64]) -> bool {
+    if op.name() != "linalg.generic" {
         return false;
+    }
+    let inputs = op.operand_count().saturating_sub(op.result_count());
+    let factor = |product: &WalkedOp<'_>, i: usize| {
+        product.operand_argument_number(i).or_else(|| {
+            let cast = product.operand_producer(i)?;
+            CASTS
+                .contains(&cast.name().as_str())
+                .then(|| cast.operand_argument_number(0))
+                .flatten()
+        })
     };
-    let maps = map_results(&text);
-    let inputs = &maps[..maps.len().saturating_sub(1)];
-    let reads = |map: &[String], dim: &str| {
-        map.iter()
-            .any(|expr| expr.split(|c: char| !c.is_alphanumeric()).any(|t| t == dim))
-    };
-    loops.0.iter().enumerate().any(|(d, &(_, reduction))| {
-        let dim = format!("d{d}");
-        reduction
-            && extents.get(d) == Some(&1)
-            && inputs.iter().any(|map| reads(map, &dim))
-            && inputs.iter().any(|map| !reads(map, &dim))
+    let unit_reductions: Vec<usize> = loops
+        .0
+        .iter()
+        .enumerate()
+        .filter(|&(d, &(_, reduction))| reduction && extents.get(d) == Some(&1))
+        .map(|(d, _)| d)
+        .collect();
+    if unit_reductions.is_empty() {
+        return false;
+    }
+    op.nested_ops().iter().any(|product| {
+        if !matches!(product.name().as_str(), "arith.mulf" | "arith.muli") {
+            return false;
+        }
+        let (Some(a), Some(b)) = (factor(product, 0), factor(product, 1)) else {
+            return false;
+        };
+        a < inputs
+            && b < inputs
+            && unit_reductions
+                .iter()
+                .any(|&r| op.operand_uses_loop(a, r) != op.operand_uses_loop(b, r))
     })
 }
 
@@ -464,7 +493,7 @@ impl Stage for Tile {
                 .is_some_and(|r| r.len() == op_loops.0.len());
             let vectorizable = register.as_ref().is_some_and(|register| {
                 let extents = register_extents(&op_loops, &cache, register);
-                !reads_unit_reduction_on_one_side(op, &op_loops, &extents)
+                !multiplies_across_unit_reduction(op, &op_loops, &extents)
             });
             let cache_loops = cache_order(&name, &op_loops, &cache, l2_bytes);
             let chunks = match forced {
