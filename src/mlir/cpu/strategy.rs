@@ -737,6 +737,7 @@ mod tests {
         assert_eq!(convolution_tile(14, 64, 1, VectorUnit::AVX2), (7, 8));
     }
 
+    #[test]
     fn cache_tiles_along_the_lanes_keep_whole_registers() {
         assert_eq!(lane_aligned_divisor_at_most(72, 64), 24);
         assert_eq!(lane_aligned_divisor_at_most(96, 64), 32);
