@@ -22,6 +22,9 @@ extern "C" {
     /// Registers `tessera-collapse-reshaped-epilogues`
     /// (src/mlir/pipeline/cxx/reshaped_epilogues.cpp).
     fn tesseraRegisterReshapedEpiloguesPass();
+    /// Registers `tessera-accumulate-convolutions`
+    /// (src/mlir/pipeline/cxx/accumulated_convolutions.cpp).
+    fn tesseraRegisterAccumulatedConvolutionsPass();
     /// Registers `tessera-deallocate` (src/mlir/pipeline/cxx/deallocation.cpp).
     fn tesseraRegisterDeallocationPass();
     /// Registers `tessera-split-shared-tensors` (src/mlir/pipeline/cxx/shared_tensors.cpp).
@@ -92,6 +95,7 @@ impl MlirContext {
                 tesseraRegisterLoopsToParallelPass();
                 tesseraRegisterEpilogueFusionPass();
                 tesseraRegisterReshapedEpiloguesPass();
+                tesseraRegisterAccumulatedConvolutionsPass();
                 tesseraRegisterDeallocationPass();
                 tesseraRegisterSharedTensorsPass();
                 tesseraRegisterPaddingInPlacePass();

@@ -82,20 +82,25 @@ const TILE_GROUPS: &str = "tessera-tile-register-groups";
 /// into, read back by the epilogue); tiled together, the epilogue's register tiles compute
 /// the convolution's tile (zeros, then the taps and channels stepped by one) and apply the
 /// epilogue to the accumulators, and no buffer is left.
+/// A chain of convolutions, each accumulating onto the result of the one before
+/// (`tessera-accumulate-convolutions`), is one group: the accumulators stay in the registers
+/// from the first convolution's fill through the last one's epilogue.
 struct RegisterGroup<'c> {
-    convolution: WalkedOp<'c>,
+    /// The convolutions, the one the epilogue reads first, each with its register sizes over
+    /// its reduction loops (window rows, window columns, input channels; zero for its output
+    /// loops).
+    convolutions: Vec<(WalkedOp<'c>, Vec<i64>)>,
     fill: WalkedOp<'c>,
-    /// The epilogue's register tile sizes: the convolution's over its output loops.
+    /// The epilogue's register tile sizes: the convolutions' over their output loops (the
+    /// smallest any of them picks, so that the one with the most taps still fits).
     tile: Vec<i64>,
-    /// The convolution's register sizes over its reduction loops (window rows, window columns,
-    /// input channels), zero for its output loops.
-    reduction: Vec<i64>,
 }
 
 /// The register group `op` is the epilogue of, if any: `op` is an elementwise generic in an
 /// `scf.forall` (a tile `tessera-fuse` made) reading, as its same-shaped input, the only
 /// result of a `linalg.conv_2d_nhwc_hwcf` used by it alone, which accumulates from a fill
-/// used by it alone, all three in that tile, none with pinned sizes.
+/// used by it alone or from another such convolution (and so on down to a fill), all in that
+/// tile, none with pinned sizes.
 fn register_group<'c>(op: &WalkedOp<'c>, unit: VectorUnit) -> Option<RegisterGroup<'c>> {
     let pinned =
         |o: &WalkedOp<'c>| o.attribute(TILE_SIZES).is_some() || o.attribute(VECTOR_SIZES).is_some();
@@ -116,39 +121,58 @@ fn register_group<'c>(op: &WalkedOp<'c>, unit: VectorUnit) -> Option<RegisterGro
         (producer.name() == "linalg.conv_2d_nhwc_hwcf" && maps.get(i) == Some(&identity))
             .then_some(producer)
     });
-    let convolution = convolutions.next()?;
-    if convolutions.next().is_some()
-        || convolution.use_count() != 1
-        || !same_parent(&convolution)
-        || pinned(&convolution)
-    {
+    let mut convolution = convolutions.next()?;
+    if convolutions.next().is_some() {
         return None;
     }
-    let fill = convolution.operand_producer(convolution.operand_count() - 1)?;
+    let outputs = op_loops.0.len();
+    let mut chain = Vec::new();
+    let mut tile: Vec<i64> = Vec::new();
+    let fill = loop {
+        if convolution.use_count() != 1 || !same_parent(&convolution) || pinned(&convolution) {
+            return None;
+        }
+        let convolution_loops = loops(&convolution)?;
+        if convolution_loops.0.len() != outputs + 3
+            || convolution_loops.0[..outputs]
+                .iter()
+                .zip(&op_loops.0)
+                .any(|(c, e)| c.0 != e.0 || c.1)
+        {
+            return None;
+        }
+        let register = group_register_sizes(&convolution.name(), &convolution_loops, unit);
+        tile = if tile.is_empty() {
+            register[..outputs].to_vec()
+        } else {
+            tile.iter()
+                .zip(&register)
+                .map(|(&a, &b)| a.min(b))
+                .collect()
+        };
+        let reduction = (0..register.len())
+            .map(|i| if i < outputs { 0 } else { register[i] })
+            .collect();
+        let accumulator = convolution.operand_producer(convolution.operand_count() - 1)?;
+        chain.push((convolution, reduction));
+        if accumulator.name() != convolution_name(&chain) {
+            break accumulator;
+        }
+        convolution = accumulator;
+    };
     if fill.name() != "linalg.fill" || fill.use_count() != 1 || !same_parent(&fill) {
         return None;
     }
-    let convolution_loops = loops(&convolution)?;
-    let outputs = op_loops.0.len();
-    if convolution_loops.0.len() != outputs + 3
-        || convolution_loops.0[..outputs]
-            .iter()
-            .zip(&op_loops.0)
-            .any(|(c, e)| c.0 != e.0 || c.1)
-    {
-        return None;
-    }
-    let register = group_register_sizes(&convolution.name(), &convolution_loops, unit);
-    let tile = register[..outputs].to_vec();
-    let reduction = (0..register.len())
-        .map(|i| if i < outputs { 0 } else { register[i] })
-        .collect();
     Some(RegisterGroup {
-        convolution,
+        convolutions: chain,
         fill,
         tile,
-        reduction,
     })
+}
+
+/// The name of the convolutions of a chain (that of its first).
+fn convolution_name(chain: &[(WalkedOp<'_>, Vec<i64>)]) -> String {
+    chain.first().map(|(c, _)| c.name()).unwrap_or_default()
 }
 
 /// Marks every register group of `module` for [`TILE_GROUPS`] (and its three ops as register
@@ -172,12 +196,13 @@ fn mark_register_groups(
         }
         let tile = DenseI64ArrayAttribute::new(ctx, &group.tile);
         op.set_attribute(GROUP_EPILOGUE, tile.into());
-        let reduction = DenseI64ArrayAttribute::new(ctx, &group.reduction);
-        group
-            .convolution
-            .set_attribute(GROUP_PRODUCER, reduction.into());
+        for (convolution, reduction) in &group.convolutions {
+            let reduction = DenseI64ArrayAttribute::new(ctx, reduction);
+            convolution.set_attribute(GROUP_PRODUCER, reduction.into());
+            convolution.set_attribute(VECTORIZE, marked);
+        }
         group.fill.set_attribute(GROUP_INIT, marked);
-        for member in [op, &group.convolution, &group.fill] {
+        for member in [op, &group.fill] {
             member.set_attribute(VECTORIZE, marked);
         }
         groups += 1;

@@ -15,6 +15,9 @@
 //! - Multi-output (sibling) fusion: top-level generics (reductions or elementwise) of one
 //!   function that read a common parameter over as many rows are each tiled by rows, and their row loops fused into one
 //!   loop with several results (`transform.loop.fuse_sibling`), so the input is read once.
+//! - Accumulated convolutions: the per-channel scales an epilogue applies to convolutions
+//!   with constant filters (batch norms) are folded into the filters, and convolutions the
+//!   epilogue adds are chained into one accumulator, each accumulating onto the one before.
 //! - Epilogue fusion (tile-and-fuse): a matmul or convolution whose only user is an
 //!   elementwise op (bias, activation, residual) is computed inside that op's tiles: the
 //!   epilogue is tiled over its output with `scf.forall` and the matmul (and the fill of its
@@ -61,6 +64,10 @@ const SIBLING: &str = "tessera.fuse_sibling";
 /// Rewrites the epilogues that read a contraction through an `expand_shape` to read it
 /// directly (src/mlir/pipeline/cxx/reshaped_epilogues.cpp), so that they fuse.
 const COLLAPSE_RESHAPED_EPILOGUES: &str = "tessera-collapse-reshaped-epilogues";
+
+/// Folds epilogues' per-channel scales into constant filters and chains the convolutions an
+/// epilogue sums into one accumulator (src/mlir/pipeline/cxx/accumulated_convolutions.cpp).
+const ACCUMULATE: &str = "tessera-accumulate-convolutions";
 
 /// The most rows a row tile holds.
 const ROW_TILE: i64 = 8;
@@ -120,6 +127,7 @@ impl Stage for Fuse {
         // Epilogues before cse: each matmul still has its own accumulator fill, which then
         // moves into the matmul's tiles instead of being shared (and copied) across them.
         run_upstream(env, &mut module, COLLAPSE_RESHAPED_EPILOGUES, self.name())?;
+        run_upstream(env, &mut module, ACCUMULATE, self.name())?;
         if mark_epilogues(env, &module, l2_bytes, threads) {
             run_upstream(env, &mut module, "tessera-fuse-epilogues", self.name())?;
         }
@@ -581,12 +589,19 @@ fn mark_epilogues(
         }
         consumer.set_attribute(CONSUMER, DenseI64ArrayAttribute::new(ctx, &sizes).into());
         op.set_attribute(ANCHOR, unit);
-        // The accumulator's fill is the last operand's producer.
-        if let Some(fill) = op
-            .operand_producer(op.operand_count() - 1)
-            .filter(|p| p.name() == "linalg.fill")
-        {
-            fill.set_attribute(INIT, unit);
+        // The accumulator is the last operand: a fill, or the result of a convolution this
+        // one accumulates onto (`ACCUMULATE`'s chains), down to that one's fill.
+        let mut accumulator = op.operand_producer(op.operand_count() - 1);
+        while let Some(producer) = accumulator {
+            if producer.name() == "linalg.fill" {
+                producer.set_attribute(INIT, unit);
+                break;
+            }
+            if producer.name() != op.name() || producer.use_count() != 1 {
+                break;
+            }
+            producer.set_attribute(ANCHOR, unit);
+            accumulator = producer.operand_producer(producer.operand_count() - 1);
         }
         marked = true;
     });
