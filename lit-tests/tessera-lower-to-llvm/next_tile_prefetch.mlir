@@ -2,6 +2,8 @@
 // RUN: tessera-opt %s --pass-pipeline='builtin.module(tessera-prefetch-next-tiles{min-bytes=16384})' | mlir-opt > /dev/null
 // RUN: tessera-opt %s --pass-pipeline='builtin.module(tessera-prefetch-next-tiles{min-bytes=1048576})' | FileCheck %s --check-prefix=SMALL
 // RUN: tessera-opt %s --pass-pipeline='builtin.module(tessera-prefetch-next-tiles{min-bytes=16384 min-constant-bytes=16384},cse)' | FileCheck %s --check-prefix=PANEL
+// RUN: tessera-opt %s --pass-pipeline='builtin.module(tessera-prefetch-next-tiles{min-bytes=1048576 spread-min-bytes=16384},canonicalize,cse)' | FileCheck %s --check-prefix=SPREAD
+// RUN: tessera-opt %s --pass-pipeline='builtin.module(tessera-prefetch-next-tiles{min-bytes=1048576 spread-min-bytes=16384})' | mlir-opt > /dev/null
 
 // A register tile of 4 pixels by 32 channels of a 1x1 convolution (pixels %ow.. of row %oh,
 // input channels %c stepped by one) with a residual added in its epilogue. The next tile is
@@ -112,6 +114,31 @@ func.func @diagonal(%in: memref<64x64xf32>) -> vector<4x1xf32> {
 // PANEL-NEXT: memref.prefetch %{{.*}}[%[[NEXT_P]], %[[C]], %[[C16:.*]]], read, locality<3>, data : memref<4x64x32xf32>
 // PANEL-NEXT: vector.transfer_read %{{.*}} : memref<1x1x16x64xf32>, vector<4x1xf32>
 // PANEL-NEXT: vector.transfer_read %{{.*}}[%[[P]], %[[C]], %[[C0]]]
+// With spread-min-bytes at 16 KB the four register tiles along the pixels (%ow: 0, 4, 8, 12),
+// which all read panel %p, prefetch the next panel's 64 rows between them, into the L2: the
+// step's place among the tile's 256 steps (%c + 64 * %ow / 4), a quarter of it the row
+// (rows 0-15 during the first register tile, 16-31 during the second, ...), its remainder the
+// row's line (each row's two lines over its four steps).
+// SPREAD-LABEL: func.func @panels
+// SPREAD: scf.for %[[P:.*]] = %[[C0:.*]] to %[[C4:.*]] step %[[C1:.*]] {
+// SPREAD: scf.for %[[OW:.*]] = %[[C0]] to %{{.*}} step %{{.*}} {
+// SPREAD: scf.for %[[C:.*]] = %[[C0]] to %[[C64:.*]] step %[[C1]] iter_args
+// SPREAD-NEXT: %[[PASS:.*]] = arith.divui %[[OW]], %[[C4]] : index
+// SPREAD-NEXT: %[[PASSED:.*]] = arith.muli %[[PASS]], %[[C64]] : index
+// SPREAD-NEXT: %[[STEP:.*]] = arith.addi %[[C]], %[[PASSED]] : index
+// SPREAD-NEXT: %[[SHARE:.*]] = arith.divui %[[STEP]], %[[C4]] : index
+// SPREAD-NEXT: %[[ROW:.*]] = arith.remui %[[SHARE]], %[[C64]] : index
+// SPREAD-NEXT: %[[P_ON:.*]] = arith.addi %[[P]], %[[C1]] : index
+// SPREAD-NEXT: %[[WRAPS:.*]] = arith.cmpi sge, %[[P_ON]], %[[C4]] : index
+// SPREAD-NEXT: %[[NEXT_P:.*]] = arith.select %[[WRAPS]], %[[C0]], %[[P_ON]] : index
+// SPREAD-NEXT: %[[PART:.*]] = arith.remui %[[STEP]], %[[C4]] : index
+// SPREAD-NEXT: %[[TWICE:.*]] = arith.muli %[[PART]], %{{.*}} : index
+// SPREAD-NEXT: %[[LINE:.*]] = arith.divui %[[TWICE]], %[[C4]] : index
+// SPREAD-NEXT: %[[COLUMN:.*]] = arith.muli %[[LINE]], %{{.*}} : index
+// SPREAD-NEXT: memref.prefetch %{{.*}}[%[[NEXT_P]], %[[ROW]], %[[COLUMN]]], read, locality<2>, data : memref<4x64x32xf32>
+// SPREAD-NEXT: vector.transfer_read
+// SPREAD-NOT: memref.prefetch
+// SPREAD: return
 // Under the default min-constant-bytes (2 MiB) the filters are not prefetched.
 // CHECK-LABEL: func.func @panels
 // CHECK-NOT: memref.prefetch

@@ -339,6 +339,18 @@ pub fn choose(name: &str, loops: &Loops, l2_bytes: i64) -> Vec<i64> {
         tiles[0] = 0;
     }
     if name.starts_with(CONVOLUTION) {
+        let outputs = Loops(loops.0.iter().filter(|(_, r)| !r).copied().collect());
+        let mut output_tiles: Vec<i64> = (0..loops.0.len())
+            .filter(|&i| !loops.0[i].1)
+            .map(|i| tiles[i])
+            .collect();
+        cap_filter_slab(&mut output_tiles, &outputs, loops, l2_bytes);
+        if let (Some(last), Some(&capped)) = (
+            (0..loops.0.len()).filter(|&i| !loops.0[i].1).last(),
+            output_tiles.last(),
+        ) {
+            tiles[last] = capped;
+        }
         split_single_tile(&mut tiles, loops);
     }
     tiles
@@ -540,9 +552,42 @@ pub fn epilogue_tiles(
         }
     }
     if anchor.starts_with(CONVOLUTION) {
+        cap_filter_slab(&mut tiles, loops, anchor_loops, l2_bytes);
         split_single_tile(&mut tiles, loops);
     }
     tiles
+}
+
+/// The fewest output channels [`cap_filter_slab`] leaves a tile: a register tile's width with
+/// AVX-512 (two registers).
+const SLAB_MIN_CHANNELS: i64 = 32;
+
+/// Narrows the output-channel tile (the last of `tiles`, over `loops`) of a convolution with
+/// `anchor_loops` whose filter does not fit in an L2 of `l2_bytes` (it comes from memory at
+/// every call) so that the tile's share of it (window taps x input channels x the tile's
+/// channels, 4 bytes each) takes at most a quarter of the L2, down to [`SLAB_MIN_CHANNELS`]: a
+/// tile's filter and the next tile's, prefetched while it runs
+/// ([`prefetch_spread_min_bytes`]), then fit in half of it. With ResNet-50's 3x3 convolutions
+/// over 7 x 7 x 512 in tiles of 64 channels (1.2 MB of filter each, 2 MiB of L2), the prefetched
+/// lines of the next tile pushed the current one's out while its rows still read them.
+fn cap_filter_slab(tiles: &mut [i64], loops: &Loops, anchor_loops: &Loops, l2_bytes: i64) {
+    let window: i64 = anchor_loops
+        .0
+        .iter()
+        .filter(|(_, reduction)| *reduction)
+        .map(|(extent, _)| *extent)
+        .product();
+    let per_channel = window.max(1) * 4;
+    let cap = (l2_bytes / 4 / per_channel).max(SLAB_MIN_CHANNELS);
+    if let (Some(tile), Some(&(extent, false))) = (tiles.last_mut(), loops.0.last()) {
+        if extent * per_channel <= l2_bytes {
+            return;
+        }
+        let current = if *tile == 0 { extent } else { *tile };
+        if current > cap {
+            *tile = lane_aligned_divisor_at_most(extent, cap);
+        }
+    }
 }
 
 /// The L2 a target named by its features (`tessera-opt --target-features`) is sized for, so
@@ -597,6 +642,21 @@ pub fn prefetch_min_bytes(l2_bytes: i64, threads: i64) -> i64 {
 /// tiles per panel, the prefetches of all but the first hitting the cache) 5% more.
 pub fn prefetch_constant_min_bytes(l2_bytes: i64) -> i64 {
     l2_bytes
+}
+
+/// The least size of a constant (packed weights) whose panels, each reused by several register
+/// tiles, are prefetched a whole outer tile ahead, spread over the reusing tiles, for an L2 of
+/// `l2_bytes` per core and code on `threads` threads; `None`: never. ResNet-50's layers over
+/// 7 x 7 took longer in the model than alone with their filters in the cache (its 3x3
+/// convolutions over 7 x 7 x 512, 9.4 MB of filters: 1.5 ms alone, 2.2 in the model): the first
+/// row of output tiles read each panel at the memory's pace, the other rows computed from the
+/// L2. Spread (with [`cap_filter_slab`]'s tiles), the model took 56.4 -> 55.5 ms (one thread,
+/// Sapphire Rapids, means of five alternating runs). From a quarter of the L2 on, MobileNetV2's
+/// 1x1 convolutions over 7 x 7 (0.6 to 1.6 MB) took it from 5.7 to 5.9 ms; on two threads
+/// ResNet-50 took 29.3 -> 30.5 ms (the other core streams its own tiles' filters at the same
+/// time): off there.
+pub fn prefetch_spread_min_bytes(l2_bytes: i64, threads: i64) -> Option<i64> {
+    (threads <= 1).then_some(l2_bytes)
 }
 
 /// The elements of B a matmul's K block may span (K block x N tile): 256 x 64 floats, 64 KB,
@@ -848,6 +908,36 @@ mod tests {
         // Register tiles: column tiles outermost for matmuls only.
         assert_eq!(register_order("linalg.matmul", &ffn), [1, 0, 2]);
         assert_eq!(register_order("linalg.generic", &ffn), [0, 1, 2]);
+    }
+
+    #[test]
+    fn filters_from_memory_come_in_slabs_of_a_quarter_of_the_l2() {
+        let conv = |window: i64, c: i64, f: i64| {
+            Loops(vec![
+                (1, false),
+                (7, false),
+                (7, false),
+                (f, false),
+                (window, true),
+                (window, true),
+                (c, true),
+            ])
+        };
+        let name = "linalg.conv_2d_nhwc_hwcf";
+        let output = |f: i64| Loops(vec![(1, false), (7, false), (7, false), (f, false)]);
+        let l2 = 2 << 20;
+        // 3x3 over 512 channels: 18 KB of filter per output channel, 9.4 MB in all; a quarter
+        // of the L2 holds 28 channels, and a tile keeps the 32 of a register tile.
+        assert_eq!(choose(name, &conv(3, 512, 512), l2)[3], 32);
+        assert_eq!(
+            epilogue_tiles(name, &conv(3, 512, 512), &output(512), l2)[3],
+            32
+        );
+        // 1x1 over 2048 channels: 8 KB per channel, 64 of them fit.
+        assert_eq!(choose(name, &conv(1, 2048, 512), l2)[3], 64);
+        // A filter the L2 holds whole stays in it between calls: tiles as they were.
+        assert_eq!(choose(name, &conv(3, 64, 512), l2)[3], 64);
+        assert_eq!(choose(name, &conv(3, 512, 512), 16 << 20)[3], 64);
     }
 
     #[test]

@@ -13,7 +13,9 @@ use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::walk;
 use crate::mlir::cpu::outline::outline_kernels;
 use crate::mlir::cpu::runtime::jit::THREADS_ATTRIBUTE;
-use crate::mlir::cpu::strategy::{host_l2_bytes, prefetch_constant_min_bytes, prefetch_min_bytes};
+use crate::mlir::cpu::strategy::{
+    host_l2_bytes, prefetch_constant_min_bytes, prefetch_min_bytes, prefetch_spread_min_bytes,
+};
 use crate::mlir::pipeline::stages::{
     expect_mlir, run_upstream, stage_error, OptionKind, Program, Stage, StageEnv, StageOption,
     StageOptions,
@@ -132,8 +134,10 @@ impl Stage for LowerToLlvm {
             .map_or(1, |a| a.value());
         let min_bytes = prefetch_min_bytes(l2_bytes, threads);
         let min_constant_bytes = prefetch_constant_min_bytes(l2_bytes);
-        let prefetch =
-            format!("{PREFETCH}{{min-bytes={min_bytes} min-constant-bytes={min_constant_bytes}}}");
+        let spread_min_bytes = prefetch_spread_min_bytes(l2_bytes, threads).unwrap_or(0);
+        let prefetch = format!(
+            "{PREFETCH}{{min-bytes={min_bytes} min-constant-bytes={min_constant_bytes} spread-min-bytes={spread_min_bytes}}}"
+        );
         let mut passes = match math {
             Some("libm") => format!("{prefetch},{STRUCTURE},{REST}"),
             _ => format!("{prefetch},{STRUCTURE},{APPROXIMATE},{REST}"),
