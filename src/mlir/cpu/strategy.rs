@@ -339,17 +339,12 @@ pub fn choose(name: &str, loops: &Loops, l2_bytes: i64) -> Vec<i64> {
         tiles[0] = 0;
     }
     if name.starts_with(CONVOLUTION) {
-        let outputs = Loops(loops.0.iter().filter(|(_, r)| !r).copied().collect());
-        let mut output_tiles: Vec<i64> = (0..loops.0.len())
-            .filter(|&i| !loops.0[i].1)
-            .map(|i| tiles[i])
-            .collect();
-        cap_filter_slab(&mut output_tiles, &outputs, loops, l2_bytes);
-        if let (Some(last), Some(&capped)) = (
-            (0..loops.0.len()).filter(|&i| !loops.0[i].1).last(),
-            output_tiles.last(),
-        ) {
-            tiles[last] = capped;
+        let outputs: Vec<usize> = (0..loops.0.len()).filter(|&i| !loops.0[i].1).collect();
+        let output_loops = Loops(outputs.iter().map(|&i| loops.0[i]).collect());
+        let mut output_tiles: Vec<i64> = outputs.iter().map(|&i| tiles[i]).collect();
+        cap_filter_slab(&mut output_tiles, &output_loops, loops, l2_bytes);
+        for (&i, &tile) in outputs.iter().zip(&output_tiles) {
+            tiles[i] = tile;
         }
         split_single_tile(&mut tiles, loops);
     }
