@@ -19,10 +19,12 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <cmath>
@@ -40,8 +42,8 @@ struct Form {
   std::vector<double> offset;             // Affine
 };
 
-/// A convolution the epilogue reads: its result feeds the epilogue alone, it accumulates
-/// into a zero fill used by it alone, and its filter is a constant of f32.
+/// A convolution the epilogue reads: its result (f32) feeds the epilogue alone, it
+/// accumulates into a zero fill used by it alone, and its filter is a constant of f32.
 struct Term {
   mlir::linalg::Conv2DNhwcHwcfOp convolution;
   mlir::OpOperand *operand;
@@ -51,7 +53,8 @@ struct Term {
 /// The term `value` (an epilogue input) is, if it is one.
 std::optional<Term> termOf(mlir::OpOperand &operand, mlir::AffineMap map) {
   auto convolution = operand.get().getDefiningOp<mlir::linalg::Conv2DNhwcHwcfOp>();
-  if (!convolution || !operand.get().hasOneUse() || !map.isIdentity())
+  if (!convolution || !operand.get().hasOneUse() || !map.isIdentity() ||
+      !mlir::getElementTypeOrSelf(operand.get().getType()).isF32())
     return std::nullopt;
   auto fill = convolution.getOutputs()[0].getDefiningOp<mlir::linalg::FillOp>();
   if (!fill || !fill->getResult(0).hasOneUse() ||
@@ -277,6 +280,8 @@ struct AccumulatedConvolutions
     if (analysis.escaping.size() != 1)
       return;
     mlir::Value sum = analysis.escaping.front();
+    if (!sum.getType().isF32())
+      return;
     Form form = analysis.formOf(sum);
     bool unscaled = llvm::all_of(form.terms, [](const std::vector<double> &row) {
       return llvm::all_of(row, [](double c) { return c == 1.0; });
