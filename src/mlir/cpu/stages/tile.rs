@@ -154,8 +154,9 @@ fn register_group<'c>(op: &WalkedOp<'c>, unit: VectorUnit) -> Option<RegisterGro
             .map(|i| if i < outputs { 0 } else { register[i] })
             .collect();
         let accumulator = convolution.operand_producer(convolution.operand_count() - 1)?;
+        let name = convolution.name();
         chain.push((convolution, reduction));
-        if accumulator.name() != convolution_name(&chain) {
+        if accumulator.name() != name {
             break accumulator;
         }
         convolution = accumulator;
@@ -168,11 +169,6 @@ fn register_group<'c>(op: &WalkedOp<'c>, unit: VectorUnit) -> Option<RegisterGro
         fill,
         tile,
     })
-}
-
-/// The name of the convolutions of a chain (that of its first).
-fn convolution_name(chain: &[(WalkedOp<'_>, Vec<i64>)]) -> String {
-    chain.first().map(|(c, _)| c.name()).unwrap_or_default()
 }
 
 /// Marks every register group of `module` for [`TILE_GROUPS`] (and its three ops as register
