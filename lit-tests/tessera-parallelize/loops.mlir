@@ -23,7 +23,7 @@
 // SPLIT-NOT: tessera.parallel
 // SPLIT: async.execute
 
-// Below the default min-work (2^18 operations), or on one thread, everything stays on the
+// Below the default min-work (2^16 operations), or on one thread, everything stays on the
 // calling thread and the module records no thread count.
 // SMALL-NOT: tessera.threads
 // SMALL-NOT: async.
@@ -31,43 +31,43 @@
 // SMALL-NOT: scf.parallel
 
 // Run on four threads by MLIR's own async runtime (tessera's JIT brings its own): the
-// elements 0 .. 16383 written by tasks, row sums by tasks, totals on the calling thread.
-// EXEC: 134209536
-// EXEC-NEXT: 134209536
+// elements 0 .. 8191 written by tasks, row sums by tasks, totals on the calling thread.
+// EXEC: 33550336
+// EXEC-NEXT: 33550336
 
 // BAD: <pass-pipeline>:1:16: error: 'tessera-parallelize': option 'threads' must be a positive integer, but is '0'
 func.func @main() {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c64 = arith.constant 64 : index
-  %c256 = arith.constant 256 : index
+  %c128 = arith.constant 128 : index
   %zero = arith.constant 0 : i64
-  %a = memref.alloca() : memref<256x64xi64>
-  %rows = memref.alloca() : memref<256xi64>
-  scf.forall (%i) in (256) {
+  %a = memref.alloca() : memref<128x64xi64>
+  %rows = memref.alloca() : memref<128xi64>
+  scf.forall (%i) in (128) {
     scf.forall (%j) in (64) {
       %k = arith.muli %i, %c64 : index
       %l = arith.addi %k, %j : index
       %v = arith.index_cast %l : index to i64
-      memref.store %v, %a[%i, %j] : memref<256x64xi64>
+      memref.store %v, %a[%i, %j] : memref<128x64xi64>
     }
   }
-  scf.for %i = %c0 to %c256 step %c1 {
+  scf.for %i = %c0 to %c128 step %c1 {
     %s = scf.for %j = %c0 to %c64 step %c1 iter_args(%acc = %zero) -> i64 {
-      %v = memref.load %a[%i, %j] : memref<256x64xi64>
+      %v = memref.load %a[%i, %j] : memref<128x64xi64>
       %n = arith.addi %acc, %v : i64
       scf.yield %n : i64
     }
-    memref.store %s, %rows[%i] : memref<256xi64>
+    memref.store %s, %rows[%i] : memref<128xi64>
   } {tessera.parallel}
-  %total = scf.for %i = %c0 to %c256 step %c1 iter_args(%acc = %zero) -> i64 {
-    %v = memref.load %rows[%i] : memref<256xi64>
+  %total = scf.for %i = %c0 to %c128 step %c1 iter_args(%acc = %zero) -> i64 {
+    %v = memref.load %rows[%i] : memref<128xi64>
     %n = arith.addi %acc, %v : i64
     scf.yield %n : i64
   }
-  %all = scf.for %i = %c0 to %c256 step %c1 iter_args(%acc = %zero) -> i64 {
+  %all = scf.for %i = %c0 to %c128 step %c1 iter_args(%acc = %zero) -> i64 {
     %t = scf.for %j = %c0 to %c64 step %c1 iter_args(%b = %acc) -> i64 {
-      %v = memref.load %a[%i, %j] : memref<256x64xi64>
+      %v = memref.load %a[%i, %j] : memref<128x64xi64>
       %n = arith.addi %b, %v : i64
       scf.yield %n : i64
     }

@@ -2,11 +2,16 @@
 //! threads (marked `tessera.parallelize`) become `scf.parallel`, which `async-parallel-for`
 //! then splits into tasks. An `scf.for` qualifies only without loop-carried values (after
 //! bufferization, a loop over disjoint tiles has none); a bufferized `scf.forall` becomes a
-//! nest of `scf.for` whose outermost loop is converted. Registered with MLIR from here (the FFI boundary; called from
+//! nest of `scf.for` whose outermost loop is converted. With `chunks=N`, a loop of constant
+//! bounds and more than N iterations becomes N runs of consecutive iterations, the
+//! `scf.parallel` over the runs and an `scf.for` inside each, so that async-parallel-for
+//! makes one task per run. Registered with MLIR from here (the FFI boundary; called from
 //! `src/mlir/bridge/context.rs`) because MLIR 19 has no conversion from `scf.for` to `scf.parallel`
 //! that keeps to marked loops.
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
@@ -18,18 +23,52 @@ namespace {
 constexpr llvm::StringLiteral kMarker = "tessera.parallelize";
 
 /// Rewrites `loop` (no results, an index induction variable) as a one-dimensional
-/// `scf.parallel` with the same bounds and body.
-mlir::LogicalResult forToParallel(mlir::RewriterBase &rewriter, mlir::scf::ForOp loop) {
+/// `scf.parallel` with the same bounds and body; with `chunks` > 1 and constant bounds of
+/// more iterations than that, as an `scf.parallel` over at most `chunks` runs of equally
+/// many consecutive iterations (the last one shorter where they do not divide), each an
+/// `scf.for` over its run.
+mlir::LogicalResult forToParallel(mlir::RewriterBase &rewriter, mlir::scf::ForOp loop,
+                                  int64_t chunks) {
   if (loop.getNumResults() != 0 || !loop.getInductionVar().getType().isIndex())
     return mlir::failure();
+  mlir::Location loc = loop.getLoc();
   rewriter.setInsertionPoint(loop);
-  auto parallel = rewriter.create<mlir::scf::ParallelOp>(
-      loop.getLoc(), mlir::ValueRange{loop.getLowerBound()},
-      mlir::ValueRange{loop.getUpperBound()}, mlir::ValueRange{loop.getStep()});
+  auto lower = mlir::getConstantIntValue(loop.getLowerBound());
+  auto upper = mlir::getConstantIntValue(loop.getUpperBound());
+  auto step = mlir::getConstantIntValue(loop.getStep());
+  int64_t trips = lower && upper && step && *step > 0 && *upper > *lower
+                      ? (*upper - *lower + *step - 1) / *step
+                      : 0;
   mlir::Block *body = loop.getBody();
   rewriter.eraseOp(body->getTerminator());
-  rewriter.inlineBlockBefore(body, parallel.getBody()->getTerminator(),
-                             parallel.getInductionVars());
+  if (chunks <= 1 || trips <= chunks) {
+    auto parallel = rewriter.create<mlir::scf::ParallelOp>(
+        loc, mlir::ValueRange{loop.getLowerBound()}, mlir::ValueRange{loop.getUpperBound()},
+        mlir::ValueRange{loop.getStep()});
+    rewriter.inlineBlockBefore(body, parallel.getBody()->getTerminator(),
+                               parallel.getInductionVars());
+    rewriter.eraseOp(loop);
+    return mlir::success();
+  }
+  int64_t perRun = (trips + chunks - 1) / chunks;
+  int64_t runs = (trips + perRun - 1) / perRun;
+  int64_t span = perRun * *step;
+  auto index = [&](int64_t value) {
+    return rewriter.create<mlir::arith::ConstantIndexOp>(loc, value).getResult();
+  };
+  mlir::Value zero = index(0), one = index(1), runCount = index(runs), spanValue = index(span);
+  auto parallel = rewriter.create<mlir::scf::ParallelOp>(
+      loc, mlir::ValueRange{zero}, mlir::ValueRange{runCount}, mlir::ValueRange{one});
+  rewriter.setInsertionPoint(parallel.getBody()->getTerminator());
+  mlir::Value run = parallel.getInductionVars().front();
+  mlir::Value first = rewriter.create<mlir::arith::AddIOp>(
+      loc, loop.getLowerBound(), rewriter.create<mlir::arith::MulIOp>(loc, run, spanValue));
+  mlir::Value last = rewriter.create<mlir::arith::AddIOp>(loc, first, spanValue);
+  if (trips % perRun != 0)
+    last = rewriter.create<mlir::arith::MinSIOp>(loc, last, loop.getUpperBound());
+  auto inner = rewriter.create<mlir::scf::ForOp>(loc, first, last, loop.getStep());
+  rewriter.inlineBlockBefore(body, inner.getBody()->getTerminator(),
+                             mlir::ValueRange{inner.getInductionVar()});
   rewriter.eraseOp(loop);
   return mlir::success();
 }
@@ -40,6 +79,9 @@ struct LoopsToParallel
     : public mlir::PassWrapper<LoopsToParallel, mlir::OperationPass<>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LoopsToParallel)
 
+  LoopsToParallel() = default;
+  LoopsToParallel(const LoopsToParallel &other) : PassWrapper(other) {}
+
   llvm::StringRef getArgument() const final { return "tessera-loops-to-parallel"; }
 
   llvm::StringRef getDescription() const final {
@@ -48,8 +90,14 @@ struct LoopsToParallel
   }
 
   void getDependentDialects(mlir::DialectRegistry &registry) const override {
-    registry.insert<mlir::scf::SCFDialect>();
+    registry.insert<mlir::scf::SCFDialect, mlir::arith::ArithDialect>();
   }
+
+  Option<int64_t> chunks{*this, "chunks",
+                         llvm::cl::desc("the runs of consecutive iterations a loop of constant "
+                                        "bounds is cut into, one task each (0 or 1: one task "
+                                        "per iteration)"),
+                         llvm::cl::init(0)};
 
   void runOnOperation() override {
     llvm::SmallVector<mlir::Operation *> marked;
@@ -61,7 +109,7 @@ struct LoopsToParallel
     for (mlir::Operation *op : marked) {
       mlir::LogicalResult converted = mlir::failure();
       if (auto loop = mlir::dyn_cast<mlir::scf::ForOp>(op)) {
-        converted = forToParallel(rewriter, loop);
+        converted = forToParallel(rewriter, loop, chunks);
       } else if (auto forall = mlir::dyn_cast<mlir::scf::ForallOp>(op)) {
         // Only the outermost dimension becomes parallel: async-parallel-for would give a
         // multi-dimensional loop a second copy of its body (with block-aligned inner loops),
@@ -71,7 +119,7 @@ struct LoopsToParallel
         if (forall.getNumResults() == 0 &&
             mlir::succeeded(mlir::scf::forallToForLoop(rewriter, forall, &loops)) &&
             !loops.empty())
-          converted = forToParallel(rewriter, mlir::cast<mlir::scf::ForOp>(loops.front()));
+          converted = forToParallel(rewriter, mlir::cast<mlir::scf::ForOp>(loops.front()), chunks);
       }
       if (mlir::failed(converted)) {
         op->emitError("a loop marked ")

@@ -5,9 +5,13 @@
 //! parallel, and only when its work (operations executed, counted through the loop trip
 //! counts) reaches `min-work`: a task costs a few microseconds to hand over, so a small
 //! model's kernels stay on the calling thread and tiny calls never pay for threads. Chosen
-//! loops become `scf.parallel` (`tessera-loops-to-parallel`) and then tasks
-//! (`async-parallel-for`: the caller runs the first block and waits for the rest, up to 8
-//! blocks per thread for balance); `tessera-lower-to-llvm` lowers the tasks to calls of the
+//! loops become `scf.parallel` over one run of consecutive iterations per thread
+//! (`tessera-loops-to-parallel`) and then tasks (`async-parallel-for`: the caller runs the
+//! first run and waits for the others). One run per thread, not async-parallel-for's own
+//! eight blocks per thread: each block is a task (a coroutine, a token, a trip through the
+//! queue), and a kernel on two threads paid 8-9 us for its fifteen, 3-4 us for one; the
+//! strategy's tiles divide evenly among the threads (`balance_threads`), so the blocks bought
+//! no balance. `tessera-lower-to-llvm` lowers the tasks to calls of the
 //! async runtime (src/mlir/cpu/runtime/async_runtime.rs). The module records its thread count
 //! (`tessera.threads`) so the JIT lets that many threads run it. Remaining `scf.forall`
 //! loops become `scf.for`. Precondition: bufferized MLIR.
@@ -32,12 +36,15 @@ pub struct Parallelize;
 const PARALLELIZE: &str = "tessera.parallelize";
 
 /// The least work (operations executed, vector operations counting one) a loop nest must
-/// have to be split across threads. Measured here: a unit of work takes 0.05-0.1 ns on one
-/// core (the seed MLP's first kernel at batch 64, 283k units, 12 us; attention's 3M-unit
-/// matmul, 290 us), and handing blocks to another thread and waiting for them costs 2-3 us,
-/// so 2^18 units (15-30 us) gain several times what they pay: W1 B=64 18.0 -> 13.5 us on two
-/// threads, while batch 1 (4k units) runs as on one thread.
-pub const MIN_WORK: u64 = 1 << 18;
+/// have to be split across threads. A unit of work takes 0.05-0.1 ns on one core when it
+/// computes (the seed MLP's first kernel at batch 64, 283k units, 12 us; attention's 3M-unit
+/// matmul, 290 us) and up to 0.5 ns when it streams memory (MobileNetV2's depthwise
+/// convolutions over 14 x 14 x 384, 27 us); handing a run to another thread and waiting for
+/// it costs 3-4 us (a chain of tanh over 16 x 16 on two threads: 3 us on one, 5 us on two).
+/// At 2^16 units MobileNetV2's small depthwise convolutions run on both threads: 3.69 -> 3.61
+/// ms a call on two threads (2^18 kept them on one, 2^14 split kernels that then lost), W6 186
+/// -> 134 us; batch 1 of the seed MLP (4k units) runs as on one thread.
+pub const MIN_WORK: u64 = 1 << 16;
 
 impl Stage for Parallelize {
     fn name(&self) -> &'static str {
@@ -51,7 +58,7 @@ impl Stage for Parallelize {
     fn options(&self) -> &'static [StageOption] {
         &[
             StageOption { name: "threads", doc: "threads to run on, the caller included (default 1: every loop stays sequential)", kind: OptionKind::Positive },
-            StageOption { name: "min-work", doc: "the least work (operations executed) of a loop nest worth splitting; default 2^18", kind: OptionKind::Positive },
+            StageOption { name: "min-work", doc: "the least work (operations executed) of a loop nest worth splitting; default 2^16", kind: OptionKind::Positive },
         ]
     }
 
@@ -97,7 +104,7 @@ impl Stage for Parallelize {
         walk(&module, |op| op.remove_attribute(PARALLEL));
         let passes = if chosen > 0 {
             format!(
-                "tessera-loops-to-parallel,scf-forall-to-for,async-parallel-for{{async-dispatch num-workers={threads} min-task-size=1}},canonicalize"
+                "tessera-loops-to-parallel{{chunks={threads}}},scf-forall-to-for,async-parallel-for{{async-dispatch num-workers={threads} min-task-size=1}},canonicalize"
             )
         } else {
             "scf-forall-to-for".to_string()
