@@ -5,11 +5,14 @@
 //! nest of `scf.for` whose outermost loop is converted. With `chunks=N`, a loop of constant
 //! bounds and more than N iterations becomes N runs of consecutive iterations, the
 //! `scf.parallel` over the runs and an `scf.for` inside each, so that async-parallel-for
-//! makes one task per run. Registered with MLIR from here (the FFI boundary; called from
+//! makes one task per run. A marked `memref.copy` of static shapes becomes such an
+//! `scf.parallel` over runs of its outermost dimension of several elements, each run copying
+//! its slice. Registered with MLIR from here (the FFI boundary; called from
 //! `src/mlir/bridge/context.rs`) because MLIR 19 has no conversion from `scf.for` to `scf.parallel`
 //! that keeps to marked loops.
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
@@ -73,6 +76,59 @@ mlir::LogicalResult forToParallel(mlir::RewriterBase &rewriter, mlir::scf::ForOp
   return mlir::success();
 }
 
+/// Rewrites `copy` (static shapes) as an `scf.parallel` over at most `chunks` runs of equally
+/// many indices of its outermost dimension of several elements, each copying its slice of
+/// the source into the same slice of the target; a copy with no such dimension, or `chunks`
+/// below 2, stays as it is.
+mlir::LogicalResult copyToParallel(mlir::RewriterBase &rewriter, mlir::memref::CopyOp copy,
+                                   int64_t chunks) {
+  auto source = mlir::dyn_cast<mlir::MemRefType>(copy.getSource().getType());
+  auto target = mlir::dyn_cast<mlir::MemRefType>(copy.getTarget().getType());
+  if (!source || !target || !source.hasStaticShape() || !target.hasStaticShape() ||
+      source.getShape() != target.getShape())
+    return mlir::failure();
+  llvm::ArrayRef<int64_t> shape = target.getShape();
+  auto outer = llvm::find_if(shape, [](int64_t extent) { return extent > 1; });
+  if (chunks <= 1 || outer == shape.end())
+    return mlir::success();
+  size_t dim = outer - shape.begin();
+  int64_t extent = *outer;
+  int64_t perRun = (extent + chunks - 1) / chunks;
+  int64_t runs = (extent + perRun - 1) / perRun;
+  mlir::Location loc = copy.getLoc();
+  rewriter.setInsertionPoint(copy);
+  auto index = [&](int64_t value) {
+    return rewriter.create<mlir::arith::ConstantIndexOp>(loc, value).getResult();
+  };
+  mlir::Value zero = index(0), one = index(1), runCount = index(runs);
+  mlir::Value perRunValue = index(perRun), extentValue = index(extent);
+  auto parallel = rewriter.create<mlir::scf::ParallelOp>(
+      loc, mlir::ValueRange{zero}, mlir::ValueRange{runCount}, mlir::ValueRange{one});
+  rewriter.setInsertionPoint(parallel.getBody()->getTerminator());
+  mlir::Value run = parallel.getInductionVars().front();
+  mlir::Value first = rewriter.create<mlir::arith::MulIOp>(loc, run, perRunValue);
+  mlir::OpFoldResult size = rewriter.getIndexAttr(perRun);
+  if (extent % perRun != 0)
+    size = rewriter
+               .create<mlir::arith::MinSIOp>(
+                   loc, perRunValue, rewriter.create<mlir::arith::SubIOp>(loc, extentValue, first))
+               .getResult();
+  llvm::SmallVector<mlir::OpFoldResult> offsets(shape.size(), rewriter.getIndexAttr(0));
+  llvm::SmallVector<mlir::OpFoldResult> sizes, strides(shape.size(), rewriter.getIndexAttr(1));
+  for (int64_t extentOfDim : shape)
+    sizes.push_back(rewriter.getIndexAttr(extentOfDim));
+  offsets[dim] = first;
+  sizes[dim] = size;
+  auto slice = [&](mlir::Value memref) {
+    return rewriter.create<mlir::memref::SubViewOp>(loc, memref, offsets, sizes, strides);
+  };
+  mlir::Value from = slice(copy.getSource());
+  mlir::Value to = slice(copy.getTarget());
+  rewriter.create<mlir::memref::CopyOp>(loc, from, to);
+  rewriter.eraseOp(copy);
+  return mlir::success();
+}
+
 /// Converts every marked loop; a marked loop that cannot be converted is an error (the
 /// marker promises that it is parallel and carries nothing).
 struct LoopsToParallel
@@ -90,7 +146,7 @@ struct LoopsToParallel
   }
 
   void getDependentDialects(mlir::DialectRegistry &registry) const override {
-    registry.insert<mlir::scf::SCFDialect, mlir::arith::ArithDialect>();
+    registry.insert<mlir::scf::SCFDialect, mlir::arith::ArithDialect, mlir::memref::MemRefDialect>();
   }
 
   Option<int64_t> chunks{*this, "chunks",
@@ -108,7 +164,10 @@ struct LoopsToParallel
     mlir::IRRewriter rewriter(&getContext());
     for (mlir::Operation *op : marked) {
       mlir::LogicalResult converted = mlir::failure();
-      if (auto loop = mlir::dyn_cast<mlir::scf::ForOp>(op)) {
+      if (auto copy = mlir::dyn_cast<mlir::memref::CopyOp>(op)) {
+        op->removeAttr(kMarker);
+        converted = copyToParallel(rewriter, copy, chunks);
+      } else if (auto loop = mlir::dyn_cast<mlir::scf::ForOp>(op)) {
         converted = forToParallel(rewriter, loop, chunks);
       } else if (auto forall = mlir::dyn_cast<mlir::scf::ForallOp>(op)) {
         // Only the outermost dimension becomes parallel: async-parallel-for would give a
@@ -122,8 +181,10 @@ struct LoopsToParallel
           converted = forToParallel(rewriter, mlir::cast<mlir::scf::ForOp>(loops.front()), chunks);
       }
       if (mlir::failed(converted)) {
-        op->emitError("a loop marked ")
-            << kMarker << " is not an scf.for without results or a bufferized scf.forall";
+        op->emitError("an op marked ")
+            << kMarker
+            << " is not an scf.for without results, a bufferized scf.forall or a memref.copy "
+               "of static shapes";
         return signalPassFailure();
       }
     }

@@ -1,0 +1,40 @@
+// RUN: tessera-opt %s --pass-pipeline='builtin.module(tessera-parallelize{threads=2})' | FileCheck %s
+// RUN: tessera-opt %s --pass-pipeline='builtin.module(tessera-loops-to-parallel{chunks=2})' | FileCheck %s --check-prefix=SPLIT
+
+// A copy of 256 KiB or more outside loops (the interior of a padded buffer) is split across
+// the threads by its outermost dimension of several elements; a smaller one stays whole.
+// CHECK-LABEL: func.func @pad
+// CHECK: async.create_group
+// CHECK: call @async_dispatch_fn
+// CHECK: async.await_all
+// CHECK: memref.copy %{{.*}}, %{{.*}} : memref<4x4xf32> to memref<4x4xf32>
+// CHECK-NOT: memref.copy
+// CHECK: return
+// CHECK: func.func private @parallel_compute_fn
+// CHECK: memref.subview
+// CHECK: memref.subview
+// CHECK: memref.copy
+func.func @pad(%src: memref<1x256x256xf32>, %dst: memref<1x258x258xf32>, %a: memref<4x4xf32>, %b: memref<4x4xf32>) {
+  %interior = memref.subview %dst[0, 1, 1] [1, 256, 256] [1, 1, 1] : memref<1x258x258xf32> to memref<1x256x256xf32, strided<[66564, 258, 1], offset: 259>>
+  memref.copy %src, %interior : memref<1x256x256xf32> to memref<1x256x256xf32, strided<[66564, 258, 1], offset: 259>>
+  memref.copy %a, %b : memref<4x4xf32> to memref<4x4xf32>
+  return
+}
+
+// Split by the first dimension of several elements (5 rows in runs of 3 and 2), each run
+// copying the same slice of both sides.
+// SPLIT-LABEL: func.func @rows
+// SPLIT-DAG: %[[THREE:.*]] = arith.constant 3 : index
+// SPLIT-DAG: %[[FIVE:.*]] = arith.constant 5 : index
+// SPLIT: scf.parallel (%[[R:.*]]) =
+// SPLIT: %[[FIRST:.*]] = arith.muli %[[R]], %[[THREE]]
+// SPLIT: %[[LEFT:.*]] = arith.subi %[[FIVE]], %[[FIRST]]
+// SPLIT: %[[SIZE:.*]] = arith.minsi %[[THREE]], %[[LEFT]]
+// SPLIT: %[[FROM:.*]] = memref.subview %arg0[0, %[[FIRST]], 0] [1, %[[SIZE]], 4] [1, 1, 1]
+// SPLIT: %[[TO:.*]] = memref.subview %arg1[0, %[[FIRST]], 0] [1, %[[SIZE]], 4] [1, 1, 1]
+// SPLIT: memref.copy %[[FROM]], %[[TO]]
+// SPLIT-NOT: tessera.parallelize
+func.func @rows(%src: memref<1x5x4xf32>, %dst: memref<1x5x4xf32, strided<[40, 8, 1]>>) {
+  memref.copy %src, %dst {tessera.parallelize} : memref<1x5x4xf32> to memref<1x5x4xf32, strided<[40, 8, 1]>>
+  return
+}
