@@ -66,7 +66,7 @@ impl Stage for Parallelize {
     fn options(&self) -> &'static [StageOption] {
         &[
             StageOption { name: "threads", doc: "threads to run on, the caller included (default 1: every loop stays sequential)", kind: OptionKind::Positive },
-            StageOption { name: "min-work", doc: "the least work (operations executed) of a loop nest worth splitting; default 2^16", kind: OptionKind::Positive },
+            StageOption { name: "min-work", doc: "the least work (operations executed) of a loop nest worth splitting; default 2^16 (copies outside loops: 256 KiB, scaled alike)", kind: OptionKind::Positive },
         ]
     }
 
@@ -100,11 +100,15 @@ impl Stage for Parallelize {
                 format!("needs bufferized MLIR: run tessera-bufferize first (the parallel loop at {location} still yields tensors)"),
             ));
         }
+        // A smaller min-work lowers the copies' threshold alike (min-work=1 splits them all).
+        let min_copy_bytes = (u128::from(MIN_COPY_BYTES) * u128::from(min_work)
+            / u128::from(MIN_WORK))
+        .clamp(1, u128::from(u64::MAX)) as u64;
         let mut chosen = 0;
         if threads > 1 {
             walk(&module, |op| {
                 let split = if op.name() == "memref.copy" {
-                    copied_bytes(op) >= MIN_COPY_BYTES && !has_loop_ancestor(op)
+                    copied_bytes(op) >= min_copy_bytes && !has_loop_ancestor(op)
                 } else {
                     is_candidate(op) && !has_candidate_ancestor(op) && work(op) >= min_work
                 };
