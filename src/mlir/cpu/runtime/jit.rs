@@ -234,6 +234,10 @@ pub fn write_object_file(
 pub struct Jit {
     backend: *mut BackendJit,
     signatures: Vec<Signature>,
+    /// Each signature's packed interface (`_mlir__mlir_ciface_NAME`), in the same order,
+    /// looked up once when compiled: an ORC lookup takes the session's lock and waits on a
+    /// future, a cost every call paid.
+    entries: Vec<*mut ()>,
     /// The threads its parallel loops were compiled for (`tessera.threads`; 1 without).
     threads: usize,
     /// How long LLVM took to translate, optimize and generate (and link) the code.
@@ -321,6 +325,7 @@ impl Jit {
         let mut jit = Jit {
             backend,
             signatures,
+            entries: Vec::new(),
             threads: 1,
             phases: phases.map(|ms| Duration::from_secs_f64(ms / 1000.0)),
             parts: parts.into_iter().take(part_count).collect(),
@@ -329,10 +334,12 @@ impl Jit {
         // Linking is lazy: looking every entry point up now makes compile time include it
         // (as code generation's), and the first call only a call.
         let linking = Instant::now();
-        let all_found = jit
+        jit.entries = jit
             .signatures
             .iter()
-            .all(|s| !jit.packed_entry(&s.name).is_null());
+            .map(|s| jit.packed_entry(&s.name))
+            .collect();
+        let all_found = jit.entries.iter().all(|entry| !entry.is_null());
         jit.phases[2] += linking.elapsed();
         let threads = llvm_module
             .as_operation()
@@ -441,7 +448,11 @@ impl Jit {
             .iter_mut()
             .map(|p| p as *mut *mut i64 as *mut ())
             .collect();
-        let entry = self.packed_entry(name);
+        let entry = self
+            .signatures
+            .iter()
+            .position(|s| s.name == name)
+            .map_or(std::ptr::null_mut(), |i| self.entries[i]);
         if entry.is_null() {
             return Err(RunError::Invoke(name.to_string()));
         }
