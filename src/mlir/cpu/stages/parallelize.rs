@@ -4,8 +4,8 @@
 //! over parallel dimensions, row tiles). Of each nest only the outermost candidate runs in
 //! parallel, and only when its work (operations executed, counted through the loop trip
 //! counts) reaches `min-work`: a task costs a few microseconds to hand over, so a small
-//! model's kernels stay on the calling thread and tiny calls never pay for threads. Chosen
-//! loops become `scf.parallel` over one run of consecutive iterations per thread
+//! model's kernels stay on the calling thread and tiny calls never pay for threads. So do
+//! `memref.copy`s outside loops that move [`MIN_COPY_BYTES`] or more. Chosen loops become `scf.parallel` over one run of consecutive iterations per thread
 //! (`tessera-loops-to-parallel`) and then tasks (`async-parallel-for`: the caller runs the
 //! first run and waits for the others). One run per thread, not async-parallel-for's own
 //! eight blocks per thread: each block is a task (a coroutine, a token, a trip through the
