@@ -2,22 +2,31 @@
 // RUN: tessera-opt %s --pass-pipeline='builtin.module(tessera-loops-to-parallel{chunks=2})' | FileCheck %s --check-prefix=SPLIT
 
 // A copy of 256 KiB or more outside loops (the interior of a padded buffer) is split across
-// the threads by its outermost dimension of several elements; a smaller one stays whole.
+// the threads by its outermost dimension of several elements; a smaller one (255 KiB here)
+// stays whole, as does one inside a loop.
 // CHECK-LABEL: func.func @pad
 // CHECK: async.create_group
 // CHECK: call @async_dispatch_fn
 // CHECK: async.await_all
-// CHECK: memref.copy %{{.*}}, %{{.*}} : memref<4x4xf32> to memref<4x4xf32>
+// CHECK: memref.copy %{{.*}}, %{{.*}} : memref<1x255x256xf32> to memref<1x255x256xf32>
+// CHECK: scf.for
+// CHECK: memref.copy %{{.*}}, %{{.*}} : memref<1x256x256xf32> to memref<1x256x256xf32>
 // CHECK-NOT: memref.copy
 // CHECK: return
 // CHECK: func.func private @parallel_compute_fn
 // CHECK: memref.subview
 // CHECK: memref.subview
 // CHECK: memref.copy
-func.func @pad(%src: memref<1x256x256xf32>, %dst: memref<1x258x258xf32>, %a: memref<4x4xf32>, %b: memref<4x4xf32>) {
+func.func @pad(%src: memref<1x256x256xf32>, %dst: memref<1x258x258xf32>, %a: memref<1x255x256xf32>, %b: memref<1x255x256xf32>, %c: memref<1x256x256xf32>) {
   %interior = memref.subview %dst[0, 1, 1] [1, 256, 256] [1, 1, 1] : memref<1x258x258xf32> to memref<1x256x256xf32, strided<[66564, 258, 1], offset: 259>>
   memref.copy %src, %interior : memref<1x256x256xf32> to memref<1x256x256xf32, strided<[66564, 258, 1], offset: 259>>
-  memref.copy %a, %b : memref<4x4xf32> to memref<4x4xf32>
+  memref.copy %a, %b : memref<1x255x256xf32> to memref<1x255x256xf32>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  scf.for %i = %c0 to %c2 step %c1 {
+    memref.copy %src, %c : memref<1x256x256xf32> to memref<1x256x256xf32>
+  }
   return
 }
 
