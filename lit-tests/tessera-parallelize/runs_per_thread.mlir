@@ -47,9 +47,11 @@ func.func @even(%out: memref<8xf32>, %v: f32) {
   return
 }
 
-// As many iterations as runs or fewer, or bounds that are not constants: one task per
-// iteration, as without chunks.
+// As many iterations as runs or fewer, bounds that are not constants, or a range that does
+// not fit 64 bits: one task per iteration, as without chunks.
 // CHECK-LABEL: func.func @short_or_dynamic
+// CHECK: scf.parallel
+// CHECK-NOT: scf.for
 // CHECK: scf.parallel
 // CHECK-NOT: scf.for
 // CHECK: scf.parallel
@@ -64,6 +66,11 @@ func.func @short_or_dynamic(%out: memref<?xf32>, %n: index, %v: f32) {
   } {tessera.parallelize}
   scf.for %i = %c0 to %n step %c1 {
     memref.store %v, %out[%i] : memref<?xf32>
+  } {tessera.parallelize}
+  %low = arith.constant -9223372036854775807 : index
+  %high = arith.constant 9223372036854775807 : index
+  scf.for %i = %low to %high step %c1 {
+    memref.store %v, %out[%c0] : memref<?xf32>
   } {tessera.parallelize}
   return
 }

@@ -39,12 +39,25 @@ mlir::LogicalResult forToParallel(mlir::RewriterBase &rewriter, mlir::scf::ForOp
   auto lower = mlir::getConstantIntValue(loop.getLowerBound());
   auto upper = mlir::getConstantIntValue(loop.getUpperBound());
   auto step = mlir::getConstantIntValue(loop.getStep());
-  int64_t trips = lower && upper && step && *step > 0 && *upper > *lower
-                      ? (*upper - *lower + *step - 1) / *step
+  // Bounds whose range or runs overflow 64 bits stay one task per iteration.
+  int64_t range = 0;
+  int64_t trips = lower && upper && step && *step > 0 && *upper > *lower &&
+                          !__builtin_sub_overflow(*upper, *lower, &range)
+                      ? range / *step + (range % *step != 0)
                       : 0;
+  // Runs of `perRun` iterations, `span` apart; a run's end past the upper bound (the last
+  // run's, clipped) must not overflow either.
+  int64_t perRun = 0, runs = 0, span = 0, end = 0;
+  bool chunked = chunks > 1 && trips > chunks;
+  if (chunked) {
+    perRun = trips / chunks + (trips % chunks != 0);
+    runs = trips / perRun + (trips % perRun != 0);
+    chunked = !__builtin_mul_overflow(perRun, *step, &span) &&
+              !__builtin_add_overflow(*upper, span, &end);
+  }
   mlir::Block *body = loop.getBody();
   rewriter.eraseOp(body->getTerminator());
-  if (chunks <= 1 || trips <= chunks) {
+  if (!chunked) {
     auto parallel = rewriter.create<mlir::scf::ParallelOp>(
         loc, mlir::ValueRange{loop.getLowerBound()}, mlir::ValueRange{loop.getUpperBound()},
         mlir::ValueRange{loop.getStep()});
@@ -53,9 +66,6 @@ mlir::LogicalResult forToParallel(mlir::RewriterBase &rewriter, mlir::scf::ForOp
     rewriter.eraseOp(loop);
     return mlir::success();
   }
-  int64_t perRun = (trips + chunks - 1) / chunks;
-  int64_t runs = (trips + perRun - 1) / perRun;
-  int64_t span = perRun * *step;
   auto index = [&](int64_t value) {
     return rewriter.create<mlir::arith::ConstantIndexOp>(loc, value).getResult();
   };
