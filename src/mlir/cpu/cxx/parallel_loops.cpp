@@ -25,6 +25,29 @@ namespace {
 /// The attribute `tessera-parallelize` puts on the loops to convert.
 constexpr llvm::StringLiteral kMarker = "tessera.parallelize";
 
+/// How `extent` iterations go in at most `chunks` runs: `perRun` each, the last one shorter
+/// where they do not divide.
+struct Runs {
+  int64_t perRun, count;
+  Runs(int64_t extent, int64_t chunks)
+      : perRun(extent / chunks + (extent % chunks != 0)),
+        count(extent / perRun + (extent % perRun != 0)) {}
+  bool even(int64_t extent) const { return extent % perRun == 0; }
+};
+
+/// Builds `scf.parallel` over `count` runs before the insertion point and moves the
+/// insertion point into its body; returns the run's index.
+mlir::Value parallelOverRuns(mlir::RewriterBase &rewriter, mlir::Location loc, int64_t count) {
+  auto index = [&](int64_t value) {
+    return rewriter.create<mlir::arith::ConstantIndexOp>(loc, value).getResult();
+  };
+  auto parallel = rewriter.create<mlir::scf::ParallelOp>(
+      loc, mlir::ValueRange{index(0)}, mlir::ValueRange{index(count)},
+      mlir::ValueRange{index(1)});
+  rewriter.setInsertionPoint(parallel.getBody()->getTerminator());
+  return parallel.getInductionVars().front();
+}
+
 /// Rewrites `loop` (no results, an index induction variable) as a one-dimensional
 /// `scf.parallel` with the same bounds and body; with `chunks` > 1 and constant bounds of
 /// more iterations than that, as an `scf.parallel` over at most `chunks` runs of equally
@@ -45,16 +68,13 @@ mlir::LogicalResult forToParallel(mlir::RewriterBase &rewriter, mlir::scf::ForOp
                           !__builtin_sub_overflow(*upper, *lower, &range)
                       ? range / *step + (range % *step != 0)
                       : 0;
-  // Runs of `perRun` iterations, `span` apart; a run's end past the upper bound (the last
-  // run's, clipped) must not overflow either.
-  int64_t perRun = 0, runs = 0, span = 0, end = 0;
+  // Runs `span` apart; a run's end past the upper bound (the last run's, clipped) must not
+  // overflow either.
   bool chunked = chunks > 1 && trips > chunks;
-  if (chunked) {
-    perRun = trips / chunks + (trips % chunks != 0);
-    runs = trips / perRun + (trips % perRun != 0);
-    chunked = !__builtin_mul_overflow(perRun, *step, &span) &&
-              !__builtin_add_overflow(*upper, span, &end);
-  }
+  Runs runs(chunked ? trips : 1, chunked ? chunks : 1);
+  int64_t span = 0, end = 0;
+  chunked = chunked && !__builtin_mul_overflow(runs.perRun, *step, &span) &&
+            !__builtin_add_overflow(*upper, span, &end);
   mlir::Block *body = loop.getBody();
   rewriter.eraseOp(body->getTerminator());
   if (!chunked) {
@@ -66,18 +86,12 @@ mlir::LogicalResult forToParallel(mlir::RewriterBase &rewriter, mlir::scf::ForOp
     rewriter.eraseOp(loop);
     return mlir::success();
   }
-  auto index = [&](int64_t value) {
-    return rewriter.create<mlir::arith::ConstantIndexOp>(loc, value).getResult();
-  };
-  mlir::Value zero = index(0), one = index(1), runCount = index(runs), spanValue = index(span);
-  auto parallel = rewriter.create<mlir::scf::ParallelOp>(
-      loc, mlir::ValueRange{zero}, mlir::ValueRange{runCount}, mlir::ValueRange{one});
-  rewriter.setInsertionPoint(parallel.getBody()->getTerminator());
-  mlir::Value run = parallel.getInductionVars().front();
+  mlir::Value spanValue = rewriter.create<mlir::arith::ConstantIndexOp>(loc, span);
+  mlir::Value run = parallelOverRuns(rewriter, loc, runs.count);
   mlir::Value first = rewriter.create<mlir::arith::AddIOp>(
       loc, loop.getLowerBound(), rewriter.create<mlir::arith::MulIOp>(loc, run, spanValue));
   mlir::Value last = rewriter.create<mlir::arith::AddIOp>(loc, first, spanValue);
-  if (trips % perRun != 0)
+  if (!runs.even(trips))
     last = rewriter.create<mlir::arith::MinSIOp>(loc, last, loop.getUpperBound());
   auto inner = rewriter.create<mlir::scf::ForOp>(loc, first, last, loop.getStep());
   rewriter.inlineBlockBefore(body, inner.getBody()->getTerminator(),
@@ -103,25 +117,18 @@ mlir::LogicalResult copyToParallel(mlir::RewriterBase &rewriter, mlir::memref::C
     return mlir::success();
   size_t dim = outer - shape.begin();
   int64_t extent = *outer;
-  int64_t perRun = (extent + chunks - 1) / chunks;
-  int64_t runs = (extent + perRun - 1) / perRun;
+  Runs runs(extent, chunks);
   mlir::Location loc = copy.getLoc();
   rewriter.setInsertionPoint(copy);
-  auto index = [&](int64_t value) {
-    return rewriter.create<mlir::arith::ConstantIndexOp>(loc, value).getResult();
-  };
-  mlir::Value zero = index(0), one = index(1), runCount = index(runs);
-  mlir::Value perRunValue = index(perRun), extentValue = index(extent);
-  auto parallel = rewriter.create<mlir::scf::ParallelOp>(
-      loc, mlir::ValueRange{zero}, mlir::ValueRange{runCount}, mlir::ValueRange{one});
-  rewriter.setInsertionPoint(parallel.getBody()->getTerminator());
-  mlir::Value run = parallel.getInductionVars().front();
-  mlir::Value first = rewriter.create<mlir::arith::MulIOp>(loc, run, perRunValue);
-  mlir::OpFoldResult size = rewriter.getIndexAttr(perRun);
-  if (extent % perRun != 0)
+  mlir::Value perRun = rewriter.create<mlir::arith::ConstantIndexOp>(loc, runs.perRun);
+  mlir::Value extentValue = rewriter.create<mlir::arith::ConstantIndexOp>(loc, extent);
+  mlir::Value run = parallelOverRuns(rewriter, loc, runs.count);
+  mlir::Value first = rewriter.create<mlir::arith::MulIOp>(loc, run, perRun);
+  mlir::OpFoldResult size = rewriter.getIndexAttr(runs.perRun);
+  if (!runs.even(extent))
     size = rewriter
                .create<mlir::arith::MinSIOp>(
-                   loc, perRunValue, rewriter.create<mlir::arith::SubIOp>(loc, extentValue, first))
+                   loc, perRun, rewriter.create<mlir::arith::SubIOp>(loc, extentValue, first))
                .getResult();
   llvm::SmallVector<mlir::OpFoldResult> offsets(shape.size(), rewriter.getIndexAttr(0));
   llvm::SmallVector<mlir::OpFoldResult> sizes, strides(shape.size(), rewriter.getIndexAttr(1));

@@ -4,15 +4,16 @@
 //! over parallel dimensions, row tiles). Of each nest only the outermost candidate runs in
 //! parallel, and only when its work (operations executed, counted through the loop trip
 //! counts) reaches `min-work`: a task costs a few microseconds to hand over, so a small
-//! model's kernels stay on the calling thread and tiny calls never pay for threads. So do
-//! `memref.copy`s outside loops that move [`MIN_COPY_BYTES`] or more. Chosen loops become `scf.parallel` over one run of consecutive iterations per thread
+//! model's kernels stay on the calling thread and tiny calls never pay for threads. So are
+//! `memref.copy`s outside loops that move [`MIN_COPY_BYTES`] or more. Chosen loops and copies
+//! become `scf.parallel` over one run of consecutive iterations (or rows) per thread
 //! (`tessera-loops-to-parallel`) and then tasks (`async-parallel-for`: the caller runs the
 //! first run and waits for the others). One run per thread, not async-parallel-for's own
 //! eight blocks per thread: each block is a task (a coroutine, a token, a trip through the
 //! queue), and a kernel on two threads paid 8-9 us for its fifteen, 3-4 us for one; the
-//! strategy's tiles divide evenly among the threads (`balance_threads`), so the blocks bought
-//! no balance. `tessera-lower-to-llvm` lowers the tasks to calls of the
-//! async runtime (src/mlir/cpu/runtime/async_runtime.rs). The module records its thread count
+//! strategy's tiles divide evenly among the threads (`balance_threads`), so the blocks
+//! bought no balance. `tessera-lower-to-llvm` lowers the tasks to calls of the async runtime
+//! (src/mlir/cpu/runtime/async_runtime.rs). The module records its thread count
 //! (`tessera.threads`) so the JIT lets that many threads run it. Remaining `scf.forall`
 //! loops become `scf.for`. Precondition: bufferized MLIR.
 
