@@ -116,25 +116,30 @@ func.func @diagonal(%in: memref<64x64xf32>) -> vector<4x1xf32> {
 // PANEL-NEXT: vector.transfer_read %{{.*}}[%[[P]], %[[C]], %[[C0]]]
 // With spread-min-bytes at 16 KB the four register tiles along the pixels (%ow: 0, 4, 8, 12),
 // which all read panel %p, prefetch the next panel's 64 rows between them, into the L2: the
-// step's place among the tile's 256 steps (%c + 64 * %ow / 4), a quarter of it the row
-// (rows 0-15 during the first register tile, 16-31 during the second, ...), its remainder the
-// row's line (each row's two lines over its four steps).
+// pass numbered %ow / 4 takes the quarter of the panel's 64 x 32 elements from 512 times it
+// (rows 0-15 during the first register tile, 16-31 during the second, ...), 32 / 4 = 8
+// elements further at each step, in fixed point with 16 fraction bits (8 * 65536 = 524288);
+// the row is its element over 32 (a shift by 5), the column the rest (a mask of 31).
 // SPREAD-LABEL: func.func @panels
+// SPREAD-DAG: %[[C5:.*]] = arith.constant 5 : index
+// SPREAD-DAG: %[[C16:.*]] = arith.constant 16 : index
+// SPREAD-DAG: %[[C31:.*]] = arith.constant 31 : index
+// SPREAD-DAG: %[[C2048:.*]] = arith.constant 2048 : index
+// SPREAD-DAG: %[[C524288:.*]] = arith.constant 524288 : index
 // SPREAD: scf.for %[[P:.*]] = %[[C0:.*]] to %[[C4:.*]] step %[[C1:.*]] {
 // SPREAD: scf.for %[[OW:.*]] = %[[C0]] to %{{.*}} step %{{.*}} {
-// SPREAD: scf.for %[[C:.*]] = %[[C0]] to %[[C64:.*]] step %[[C1]] iter_args
 // SPREAD-NEXT: %[[PASS:.*]] = arith.divui %[[OW]], %[[C4]] : index
-// SPREAD-NEXT: %[[PASSED:.*]] = arith.muli %[[PASS]], %[[C64]] : index
-// SPREAD-NEXT: %[[STEP:.*]] = arith.addi %[[C]], %[[PASSED]] : index
-// SPREAD-NEXT: %[[SHARE:.*]] = arith.divui %[[STEP]], %[[C4]] : index
-// SPREAD-NEXT: %[[ROW:.*]] = arith.remui %[[SHARE]], %[[C64]] : index
 // SPREAD-NEXT: %[[P_ON:.*]] = arith.addi %[[P]], %[[C1]] : index
 // SPREAD-NEXT: %[[WRAPS:.*]] = arith.cmpi sge, %[[P_ON]], %[[C4]] : index
 // SPREAD-NEXT: %[[NEXT_P:.*]] = arith.select %[[WRAPS]], %[[C0]], %[[P_ON]] : index
-// SPREAD-NEXT: %[[PART:.*]] = arith.remui %[[STEP]], %[[C4]] : index
-// SPREAD-NEXT: %[[TWICE:.*]] = arith.muli %[[PART]], %{{.*}} : index
-// SPREAD-NEXT: %[[LINE:.*]] = arith.divui %[[TWICE]], %[[C4]] : index
-// SPREAD-NEXT: %[[COLUMN:.*]] = arith.muli %[[LINE]], %{{.*}} : index
+// SPREAD-NEXT: %[[PASSED:.*]] = arith.muli %[[PASS]], %[[C2048]] : index
+// SPREAD-NEXT: %[[START:.*]] = arith.divui %[[PASSED]], %[[C4]] : index
+// SPREAD-NEXT: scf.for %[[C:.*]] = %[[C0]] to %[[C64:.*]] step %[[C1]] iter_args
+// SPREAD-NEXT: %[[FIXED:.*]] = arith.muli %[[C]], %[[C524288]] : index
+// SPREAD-NEXT: %[[WHOLE:.*]] = arith.shrui %[[FIXED]], %[[C16]] : index
+// SPREAD-NEXT: %[[ELEMENT:.*]] = arith.addi %[[START]], %[[WHOLE]] : index
+// SPREAD-NEXT: %[[ROW:.*]] = arith.shrui %[[ELEMENT]], %[[C5]] : index
+// SPREAD-NEXT: %[[COLUMN:.*]] = arith.andi %[[ELEMENT]], %[[C31]] : index
 // SPREAD-NEXT: memref.prefetch %{{.*}}[%[[NEXT_P]], %[[ROW]], %[[COLUMN]]], read, locality<2>, data : memref<4x64x32xf32>
 // SPREAD-NEXT: vector.transfer_read
 // SPREAD-NOT: memref.prefetch
@@ -166,6 +171,50 @@ func.func @panels(%in: memref<1x1x16x64xf32>, %out: memref<1x1x16x128xf32>) {
       }
       %channel = arith.muli %p, %c32 : index
       vector.transfer_write %acc, %out[%c0, %c0, %ow, %channel] {in_bounds = [true, true]} : vector<4x32xf32>, memref<1x1x16x128xf32>
+    }
+  }
+  return
+}
+
+// Seven passes (the rows of a 7 x 7 output) share the next panel: a step moves 32 / 7
+// elements on, 299593 / 65536 in fixed point (rounded down), and pass %oh starts at
+// %oh * 2048 / 7, so the last pass's last step (6 * 2048 / 7 + 63 * 299593 / 65536 = 2043)
+// stays within the panel's 2048 elements.
+// SPREAD-LABEL: func.func @seven_passes
+// SPREAD-DAG: %[[C7:.*]] = arith.constant 7 : index
+// SPREAD-DAG: %[[C2048:.*]] = arith.constant 2048 : index
+// SPREAD-DAG: %[[C299593:.*]] = arith.constant 299593 : index
+// SPREAD: scf.for %[[OH:.*]] = %{{.*}} to %[[C7]] step %{{.*}} {
+// SPREAD: %[[PASSED:.*]] = arith.muli %[[OH]], %[[C2048]] : index
+// SPREAD-NEXT: %[[START:.*]] = arith.divui %[[PASSED]], %[[C7]] : index
+// SPREAD-NEXT: scf.for %[[C:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// SPREAD-NEXT: %[[FIXED:.*]] = arith.muli %[[C]], %[[C299593]] : index
+// SPREAD-NEXT: %[[WHOLE:.*]] = arith.shrui %[[FIXED]], %{{.*}} : index
+// SPREAD-NEXT: arith.addi %[[START]], %[[WHOLE]] : index
+// SPREAD: memref.prefetch %{{.*}} locality<2>, data : memref<4x64x32xf32>
+// SPREAD-NEXT: vector.transfer_read
+func.func @seven_passes(%in: memref<1x7x7x64xf32>, %out: memref<1x7x7x128xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c7 = arith.constant 7 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  %init = arith.constant dense<0.0> : vector<7x32xf32>
+  %w = memref.get_global @packed : memref<4x64x32xf32>
+  scf.for %p = %c0 to %c4 step %c1 {
+    scf.for %oh = %c0 to %c7 step %c1 {
+      %acc = scf.for %c = %c0 to %c64 step %c1 iter_args(%a = %init) -> (vector<7x32xf32>) {
+        %column = vector.transfer_read %in[%c0, %oh, %c0, %c], %zero {in_bounds = [true, true]} : memref<1x7x7x64xf32>, vector<7x1xf32>
+        %filter = vector.transfer_read %w[%p, %c, %c0], %zero {in_bounds = [true]} : memref<4x64x32xf32>, vector<32xf32>
+        %pixels = vector.transpose %column, [1, 0] : vector<7x1xf32> to vector<1x7xf32>
+        %lanes = vector.extract %pixels[0] : vector<7xf32> from vector<1x7xf32>
+        %outer = vector.outerproduct %lanes, %filter, %a : vector<7xf32>, vector<32xf32>
+        scf.yield %outer : vector<7x32xf32>
+      }
+      %channel = arith.muli %p, %c32 : index
+      vector.transfer_write %acc, %out[%c0, %oh, %c0, %channel] {in_bounds = [true, true]} : vector<7x32xf32>, memref<1x7x7x128xf32>
     }
   }
   return
