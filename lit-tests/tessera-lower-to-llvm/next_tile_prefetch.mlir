@@ -118,14 +118,14 @@ func.func @diagonal(%in: memref<64x64xf32>) -> vector<4x1xf32> {
 // which all read panel %p, prefetch the next panel's 64 rows between them, into the L2: the
 // pass numbered %ow / 4 takes the quarter of the panel's 64 x 32 elements from 512 times it
 // (rows 0-15 during the first register tile, 16-31 during the second, ...), 32 / 4 = 8
-// elements further at each step, in fixed point with 16 fraction bits (8 * 65536 = 524288);
-// the row is its element over 32 (a shift by 5), the column the rest (a mask of 31).
+// elements further at each step, in fixed point with 16 fraction bits (8 * 65536 = 524288).
+// The panel's rows follow each other, so the prefetches index a flat view of the constant:
+// the next panel starts at element 2048 * (%p + 1) (the first panel after the last).
 // SPREAD-LABEL: func.func @panels
-// SPREAD-DAG: %[[C5:.*]] = arith.constant 5 : index
 // SPREAD-DAG: %[[C16:.*]] = arith.constant 16 : index
-// SPREAD-DAG: %[[C31:.*]] = arith.constant 31 : index
 // SPREAD-DAG: %[[C2048:.*]] = arith.constant 2048 : index
 // SPREAD-DAG: %[[C524288:.*]] = arith.constant 524288 : index
+// SPREAD: %[[W:.*]] = memref.get_global @packed : memref<4x64x32xf32>
 // SPREAD: scf.for %[[P:.*]] = %[[C0:.*]] to %[[C4:.*]] step %[[C1:.*]] {
 // SPREAD: scf.for %[[OW:.*]] = %[[C0]] to %{{.*}} step %{{.*}} {
 // SPREAD-NEXT: %[[PASS:.*]] = arith.divui %[[OW]], %[[C4]] : index
@@ -134,13 +134,15 @@ func.func @diagonal(%in: memref<64x64xf32>) -> vector<4x1xf32> {
 // SPREAD-NEXT: %[[NEXT_P:.*]] = arith.select %[[WRAPS]], %[[C0]], %[[P_ON]] : index
 // SPREAD-NEXT: %[[PASSED:.*]] = arith.muli %[[PASS]], %[[C2048]] : index
 // SPREAD-NEXT: %[[START:.*]] = arith.divui %[[PASSED]], %[[C4]] : index
+// SPREAD-NEXT: %[[BASE:[a-z_0-9]+]], {{.*}} = memref.extract_strided_metadata %[[W]] : memref<4x64x32xf32>
+// SPREAD-NEXT: %[[FLAT:.*]] = memref.reinterpret_cast %[[BASE]] to offset: [0], sizes: [8192], strides: [1] : memref<f32> to memref<8192xf32>
+// SPREAD-NEXT: %[[BLOCK:.*]] = arith.muli %[[NEXT_P]], %[[C2048]] : index
+// SPREAD-NEXT: %[[FIRST:.*]] = arith.addi %[[START]], %[[BLOCK]] : index
 // SPREAD-NEXT: scf.for %[[C:.*]] = %[[C0]] to %[[C64:.*]] step %[[C1]] iter_args
 // SPREAD-NEXT: %[[FIXED:.*]] = arith.muli %[[C]], %[[C524288]] : index
 // SPREAD-NEXT: %[[WHOLE:.*]] = arith.shrui %[[FIXED]], %[[C16]] : index
-// SPREAD-NEXT: %[[ELEMENT:.*]] = arith.addi %[[START]], %[[WHOLE]] : index
-// SPREAD-NEXT: %[[ROW:.*]] = arith.shrui %[[ELEMENT]], %[[C5]] : index
-// SPREAD-NEXT: %[[COLUMN:.*]] = arith.andi %[[ELEMENT]], %[[C31]] : index
-// SPREAD-NEXT: memref.prefetch %{{.*}}[%[[NEXT_P]], %[[ROW]], %[[COLUMN]]], read, locality<2>, data : memref<4x64x32xf32>
+// SPREAD-NEXT: %[[ELEMENT:.*]] = arith.addi %[[FIRST]], %[[WHOLE]] : index
+// SPREAD-NEXT: memref.prefetch %[[FLAT]][%[[ELEMENT]]], read, locality<2>, data : memref<8192xf32>
 // SPREAD-NEXT: vector.transfer_read
 // SPREAD-NOT: memref.prefetch
 // SPREAD: return
@@ -187,11 +189,12 @@ func.func @panels(%in: memref<1x1x16x64xf32>, %out: memref<1x1x16x128xf32>) {
 // SPREAD: scf.for %[[OH:.*]] = %{{.*}} to %[[C7]] step %{{.*}} {
 // SPREAD: %[[PASSED:.*]] = arith.muli %[[OH]], %[[C2048]] : index
 // SPREAD-NEXT: %[[START:.*]] = arith.divui %[[PASSED]], %[[C7]] : index
+// SPREAD: %[[FIRST:.*]] = arith.addi %[[START]], %{{.*}} : index
 // SPREAD-NEXT: scf.for %[[C:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
 // SPREAD-NEXT: %[[FIXED:.*]] = arith.muli %[[C]], %[[C299593]] : index
 // SPREAD-NEXT: %[[WHOLE:.*]] = arith.shrui %[[FIXED]], %{{.*}} : index
-// SPREAD-NEXT: arith.addi %[[START]], %[[WHOLE]] : index
-// SPREAD: memref.prefetch %{{.*}} locality<2>, data : memref<4x64x32xf32>
+// SPREAD-NEXT: %[[ELEMENT:.*]] = arith.addi %[[FIRST]], %[[WHOLE]] : index
+// SPREAD-NEXT: memref.prefetch %{{.*}}[%[[ELEMENT]]], read, locality<2>, data : memref<8192xf32>
 // SPREAD-NEXT: vector.transfer_read
 func.func @seven_passes(%in: memref<1x7x7x64xf32>, %out: memref<1x7x7x128xf32>) {
   %c0 = arith.constant 0 : index
@@ -215,6 +218,50 @@ func.func @seven_passes(%in: memref<1x7x7x64xf32>, %out: memref<1x7x7x128xf32>) 
       }
       %channel = arith.muli %p, %c32 : index
       vector.transfer_write %acc, %out[%c0, %oh, %c0, %channel] {in_bounds = [true, true]} : vector<7x32xf32>, memref<1x7x7x128xf32>
+    }
+  }
+  return
+}
+
+// Rows wider than the register tile's 32 columns (B unpacked, 64 columns, the tile at column
+// %n) are not one block: the prefetch's element is split into the row (a shift by 5) and the
+// column within the tile's 32 (a mask of 31).
+// SPREAD-LABEL: func.func @wide_rows
+// SPREAD-DAG: %[[C5:.*]] = arith.constant 5 : index
+// SPREAD-DAG: %[[C31:.*]] = arith.constant 31 : index
+// SPREAD: scf.for %[[N:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// SPREAD-NOT: memref.reinterpret_cast
+// SPREAD: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// SPREAD-NEXT: %[[FIXED:.*]] = arith.muli
+// SPREAD-NEXT: %[[WHOLE:.*]] = arith.shrui %[[FIXED]]
+// SPREAD-NEXT: %[[ELEMENT:.*]] = arith.addi %{{.*}}, %[[WHOLE]] : index
+// SPREAD-NEXT: %[[ROW:.*]] = arith.shrui %[[ELEMENT]], %[[C5]] : index
+// SPREAD-NEXT: %[[COLUMN:.*]] = arith.andi %[[ELEMENT]], %[[C31]] : index
+// SPREAD-NEXT: %[[AT:.*]] = arith.addi %[[NEXT_N:.*]], %[[COLUMN]] : index
+// SPREAD-NEXT: memref.prefetch %{{.*}}[%[[ROW]], %[[AT]]], read, locality<2>, data : memref<64x64xf32>
+// SPREAD-NEXT: vector.transfer_read
+memref.global "private" constant @unpacked : memref<64x64xf32> = dense<1.0>
+func.func @wide_rows(%in: memref<1x1x16x64xf32>, %out: memref<1x1x16x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  %init = arith.constant dense<0.0> : vector<4x32xf32>
+  %w = memref.get_global @unpacked : memref<64x64xf32>
+  scf.for %n = %c0 to %c64 step %c32 {
+    scf.for %ow = %c0 to %c16 step %c4 {
+      %acc = scf.for %c = %c0 to %c64 step %c1 iter_args(%a = %init) -> (vector<4x32xf32>) {
+        %column = vector.transfer_read %in[%c0, %c0, %ow, %c], %zero {in_bounds = [true, true]} : memref<1x1x16x64xf32>, vector<4x1xf32>
+        %filter = vector.transfer_read %w[%c, %n], %zero {in_bounds = [true]} : memref<64x64xf32>, vector<32xf32>
+        %pixels = vector.transpose %column, [1, 0] : vector<4x1xf32> to vector<1x4xf32>
+        %lanes = vector.extract %pixels[0] : vector<4xf32> from vector<1x4xf32>
+        %outer = vector.outerproduct %lanes, %filter, %a : vector<4xf32>, vector<32xf32>
+        scf.yield %outer : vector<4x32xf32>
+      }
+      vector.transfer_write %acc, %out[%c0, %c0, %ow, %n] {in_bounds = [true, true]} : vector<4x32xf32>, memref<1x1x16x64xf32>
     }
   }
   return

@@ -392,17 +392,47 @@ struct PrefetchNextTiles
         loc,
         builder.createOrFold<mlir::arith::MulIOp>(loc, pass, constant(rows.count * columns)),
         constant(reuses));
+    // Where the block's rows follow each other in memory (a packed panel), the prefetches
+    // index a flat view of the buffer from the block's first element, so that a step costs
+    // one add and one shift besides its share of the fixed point.
+    auto type = mlir::cast<mlir::MemRefType>(read.getSource().getType());
+    auto rootType = mlir::cast<mlir::MemRefType>(rootBuffer(read.getSource()).getType());
+    llvm::SmallVector<int64_t> strides;
+    int64_t offset;
+    size_t rank = at.size();
+    bool flat = mlir::succeeded(mlir::getStridesAndOffset(type, strides, offset)) &&
+                strides[rank - 1] == 1 && strides[rank - 2] == columns &&
+                type.getShape()[rank - 1] == columns && rootType.getLayout().isIdentity() &&
+                llvm::none_of(strides, mlir::ShapedType::isDynamic);
+    mlir::Value view, first;
+    if (flat) {
+      auto metadata =
+          builder.create<mlir::memref::ExtractStridedMetadataOp>(loc, read.getSource());
+      view = builder.create<mlir::memref::ReinterpretCastOp>(
+          loc, mlir::MemRefType::get({rootType.getNumElements()}, type.getElementType()),
+          metadata.getBaseBuffer(), /*offset=*/0,
+          llvm::ArrayRef<int64_t>{rootType.getNumElements()}, llvm::ArrayRef<int64_t>{1});
+      first = builder.createOrFold<mlir::arith::AddIOp>(loc, metadata.getOffset(), start);
+      for (size_t d = 0; d < rank; ++d)
+        first = builder.createOrFold<mlir::arith::AddIOp>(
+            loc, first, builder.createOrFold<mlir::arith::MulIOp>(loc, at[d], constant(strides[d])));
+    }
     // At each step: `columns / R` elements further, one prefetch. The share's last element
     // is below (pass + 1) * block / R, so the row stays within the block.
     builder.setInsertionPointToStart(loop.getBody());
     mlir::Value step = builder.createOrFold<mlir::arith::SubIOp>(loc, loop.getInductionVar(),
                                                                  constant(rows.lower));
-    mlir::Value element = builder.createOrFold<mlir::arith::AddIOp>(
-        loc, start,
-        builder.createOrFold<mlir::arith::ShRUIOp>(
-            loc, builder.createOrFold<mlir::arith::MulIOp>(loc, step, constant(perStep)),
-            constant(kFractionBits)));
-    size_t rank = at.size();
+    mlir::Value advance = builder.createOrFold<mlir::arith::ShRUIOp>(
+        loc, builder.createOrFold<mlir::arith::MulIOp>(loc, step, constant(perStep)),
+        constant(kFractionBits));
+    if (flat) {
+      mlir::Value element = builder.createOrFold<mlir::arith::AddIOp>(loc, first, advance);
+      builder.create<mlir::memref::PrefetchOp>(loc, view, mlir::ValueRange{element},
+                                               /*isWrite=*/false, /*localityHint=*/2,
+                                               /*isDataCache=*/true);
+      return true;
+    }
+    mlir::Value element = builder.createOrFold<mlir::arith::AddIOp>(loc, start, advance);
     at[rank - 2] = builder.createOrFold<mlir::arith::AddIOp>(
         loc, at[rank - 2],
         builder.createOrFold<mlir::arith::ShRUIOp>(loc, element,
