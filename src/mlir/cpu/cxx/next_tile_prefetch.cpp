@@ -304,15 +304,19 @@ struct PrefetchNextTiles
   /// tile of the outermost loop its indices depend on reads `R` times over (the loops inside
   /// that one it does not depend on, `R` passes in all: the output rows a convolution's panel
   /// serves): prefetches, into the L2, that outer loop's next tile's panels, spread evenly
-  /// over all `R` passes. The pass numbered `p` takes the `p`-th `R`-th of each block of rows
-  /// the accumulation loop reads, walking it in fixed point (`columns / R` elements a step,
-  /// 16 fraction bits), so that a step costs a multiply-free handful of integer operations:
-  /// the exact share of each step, computed with divisions in the loop, cost two wide
-  /// multiplies (on an FMA port) and twenty more operations a step of seven pixels' FMAs, and
-  /// ResNet-50's 1x1 convolution over 7 x 7 x 2048 ran in 0.89 ms alone, 0.74 now. Prefetched a register tile ahead instead, ResNet-50's
-  /// 3x3 convolutions over 7 x 7 x 512 read each 64-channel tile's 1.2 MB of filters at the
-  /// first row's pass, at the memory's pace, and computed the other six rows from the L2 with
-  /// the memory idle: 2.2 ms a layer in the model, 1.5 ms with the filters in the cache.
+  /// over all `R` passes. Prefetched a register tile ahead instead, ResNet-50's 3x3
+  /// convolutions over 7 x 7 x 512 read each 64-channel tile's 1.2 MB of filters at the first
+  /// row's pass, at the memory's pace, and computed the other six rows from the L2 with the
+  /// memory idle: 2.2 ms a layer in the model, 1.5 ms with the filters in the cache.
+  ///
+  /// The pass numbered `p` takes the `p`-th `R`-th of each block of rows the accumulation loop
+  /// reads, walking it in fixed point (`columns / R` elements a step, 16 fraction bits) through
+  /// a flat view of the buffer where the rows follow each other (packed panels), so that a
+  /// step costs an add and a shift (split into row and column otherwise). The exact share of
+  /// each step, computed with divisions in the loop, had cost two wide multiplies (on an FMA
+  /// port) and twenty more operations a step of seven pixels' fourteen FMAs: ResNet-50's 1x1
+  /// convolution over 7 x 7 x 2048 ran in 0.89 ms alone, 0.66 now.
+  ///
   /// Fails (leaving the read to `prefetchPanel`) without such reuse, where a loop inside has
   /// bounds that are not constants, where the accumulation loop steps by more than one, or
   /// where `columns` is not a power of two.
