@@ -419,7 +419,8 @@ struct PrefetchNextTiles
       first = builder.createOrFold<mlir::arith::AddIOp>(loc, metadata.getOffset(), start);
       for (size_t d = 0; d < rank; ++d)
         first = builder.createOrFold<mlir::arith::AddIOp>(
-            loc, first, builder.createOrFold<mlir::arith::MulIOp>(loc, at[d], constant(strides[d])));
+            loc, first,
+            builder.createOrFold<mlir::arith::MulIOp>(loc, at[d], constant(strides[d])));
     }
     // At each step: `columns / R` elements further, one prefetch. The share's last element
     // is below (pass + 1) * block / R, so the row stays within the block.
