@@ -396,9 +396,10 @@ struct PrefetchNextTiles
         loc,
         builder.createOrFold<mlir::arith::MulIOp>(loc, pass, constant(rows.count * columns)),
         constant(reuses));
-    // Where the block's rows follow each other in memory (a packed panel), the prefetches
-    // index a flat view of the buffer from the block's first element, so that a step costs
-    // one add and one shift besides its share of the fixed point.
+    // Where the block's rows follow each other in memory (a packed panel) and the buffer holds
+    // elements of the read's type (its flat view then spans exactly the buffer), the
+    // prefetches index that view from the block's first element, so that a step costs one add
+    // and one shift besides its share of the fixed point.
     auto type = mlir::cast<mlir::MemRefType>(read.getSource().getType());
     auto rootType = mlir::cast<mlir::MemRefType>(rootBuffer(read.getSource()).getType());
     llvm::SmallVector<int64_t> strides;
@@ -407,6 +408,7 @@ struct PrefetchNextTiles
     bool flat = mlir::succeeded(mlir::getStridesAndOffset(type, strides, offset)) &&
                 strides[rank - 1] == 1 && strides[rank - 2] == columns &&
                 type.getShape()[rank - 1] == columns && rootType.getLayout().isIdentity() &&
+                rootType.getElementType() == type.getElementType() &&
                 llvm::none_of(strides, mlir::ShapedType::isDynamic);
     mlir::Value view, first;
     if (flat) {
