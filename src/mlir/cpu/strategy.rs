@@ -378,7 +378,12 @@ fn split_single_tile(tiles: &mut [i64], loops: &Loops) {
 /// extent, at least half its tile, that gives such a count, and becomes the parallel loop
 /// where it had one tile. MobileNetV2's 1x1 convolutions into 14 x 14 x 96 ran three tiles of
 /// 32 channels on two threads (1.36x their one-thread speed); in two halves of 7 rows each
-/// runs the same work. Apply it alike to a convolution and its epilogue, so that they agree.
+/// runs the same work. Where no row dimension can (7 rows, prime) and the channels are the
+/// parallel loop, their tile takes the largest size, at least half of it and a multiple of
+/// the widest of [`TILE_LANES`] that divides it (so the register tiles inside keep their
+/// width), that gives such a count: MobileNetV2's 1x1 convolutions over 7 x 7 into 320 and
+/// 960 channels ran five and fifteen tiles of 64 on two threads (1.5-1.6x their one-thread
+/// speed). Apply it alike to a convolution and its epilogue, so that they agree.
 pub fn balance_threads(name: &str, tiles: &mut [i64], loops: &Loops, threads: i64) {
     if threads <= 1 || !name.starts_with(CONVOLUTION) || tiles.len() != loops.0.len() {
         return;
@@ -402,16 +407,28 @@ pub fn balance_threads(name: &str, tiles: &mut [i64], loops: &Loops, threads: i6
         .iter()
         .take(parallel.len().saturating_sub(1))
         .take_while(|&&d| d <= first);
-    for &d in rows {
+    let balanced = |d: usize, step: i64| {
         let extent = loops.0[d].0;
         let current = if tiles[d] == 0 { extent } else { tiles[d] };
-        let balanced = (1..=current)
+        (1..=current / step)
             .rev()
+            .map(|multiple| multiple * step)
             .take_while(|&size| 2 * size >= current)
-            .find(|&size| extent % size == 0 && (extent / size) % threads == 0);
-        if let Some(size) = balanced {
+            .find(|&size| extent % size == 0 && (extent / size) % threads == 0)
+    };
+    for &d in rows {
+        if let Some(size) = balanced(d, 1) {
             tiles[d] = size;
             return;
+        }
+    }
+    if parallel.last() == Some(&first) {
+        let step = TILE_LANES
+            .into_iter()
+            .find(|&lanes| tiles[first] % lanes == 0)
+            .unwrap_or(1);
+        if let Some(size) = balanced(first, step) {
+            tiles[first] = size;
         }
     }
 }
@@ -732,9 +749,15 @@ mod tests {
         assert_eq!(balanced(14, 96, 1), [1, 14, 14, 32, 0, 0, 0]);
         // Seven tiles of 16 rows: eight of 14.
         assert_eq!(balanced(112, 32, 2)[1], 14);
-        // Ten tiles of channels divide already; seven rows (prime) cannot be halved.
-        assert_eq!(balanced(7, 320, 2), choose(name, &conv(7, 320), L2));
+        // Seven rows (prime) cannot be halved: five tiles of 64 channels go as ten of 32.
+        assert_eq!(choose(name, &conv(7, 320), L2), [1, 7, 7, 64, 0, 0, 0]);
+        assert_eq!(balanced(7, 320, 2), [1, 7, 7, 32, 0, 0, 0]);
+        assert_eq!(balanced(7, 320, 1), [1, 7, 7, 64, 0, 0, 0]);
+        // Fifteen tiles of 64 (960 channels): thirty of 32.
+        assert_eq!(balanced(7, 960, 2), [1, 7, 7, 32, 0, 0, 0]);
+        // Five tiles of 32 channels stay: narrower tiles would narrow the register tiles.
         assert_eq!(balanced(7, 160, 2), choose(name, &conv(7, 160), L2));
+        assert_eq!(choose(name, &conv(7, 160), L2)[3], 32);
         // Only convolutions.
         let matmul = Loops(vec![(49, false), (96, false), (576, true)]);
         let mut tiles = choose("linalg.matmul", &matmul, L2);
