@@ -31,6 +31,8 @@ extern "C" {
     fn tesseraRegisterSharedTensorsPass();
     /// Registers `tessera-pad-in-place` (src/mlir/pipeline/cxx/padding_in_place.cpp).
     fn tesseraRegisterPaddingInPlacePass();
+    /// Registers `tessera-epilogue-into-residual` (src/mlir/pipeline/cxx/residual_in_place.cpp).
+    fn tesseraRegisterResidualInPlacePass();
     /// Registers `tessera-localize-kernel-operands`, `tessera-propagate-constant-arguments`
     /// and `tessera-prune-kernel-arguments` (src/mlir/cpu/cxx/kernel_operands.cpp).
     fn tesseraRegisterKernelOperandsPass();
@@ -99,6 +101,7 @@ impl MlirContext {
                 tesseraRegisterDeallocationPass();
                 tesseraRegisterSharedTensorsPass();
                 tesseraRegisterPaddingInPlacePass();
+                tesseraRegisterResidualInPlacePass();
                 tesseraRegisterKernelOperandsPass();
                 tesseraRegisterSubsetHoistingPass();
                 tesseraRegisterKernelProfilePass();

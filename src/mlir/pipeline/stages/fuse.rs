@@ -18,6 +18,9 @@
 //! - Accumulated convolutions: the per-channel scales an epilogue applies to convolutions
 //!   with constant filters (batch norms) are folded into the filters, and convolutions the
 //!   epilogue adds are chained into one accumulator, each accumulating onto the one before.
+//! - Epilogues over their residual: an epilogue that adds a tensor it is the last reader of
+//!   (a residual block's shortcut) writes its result over that tensor instead of into a
+//!   fresh one, which bufferizes in place.
 //! - Epilogue fusion (tile-and-fuse): a matmul or convolution whose only user is an
 //!   elementwise op (bias, activation, residual) is computed inside that op's tiles: the
 //!   epilogue is tiled over its output with `scf.forall` and the matmul (and the fill of its
@@ -68,6 +71,10 @@ const COLLAPSE_RESHAPED_EPILOGUES: &str = "tessera-collapse-reshaped-epilogues";
 /// Folds epilogues' per-channel scales into constant filters and chains the convolutions an
 /// epilogue sums into one accumulator (src/mlir/pipeline/cxx/accumulated_convolutions.cpp).
 const ACCUMULATE: &str = "tessera-accumulate-convolutions";
+
+/// Makes the epilogues that read a residual they are the last reader of write over it
+/// (src/mlir/pipeline/cxx/residual_in_place.cpp).
+const INTO_RESIDUAL: &str = "tessera-epilogue-into-residual";
 
 /// The most rows a row tile holds.
 const ROW_TILE: i64 = 8;
@@ -128,6 +135,7 @@ impl Stage for Fuse {
         // moves into the matmul's tiles instead of being shared (and copied) across them.
         run_upstream(env, &mut module, COLLAPSE_RESHAPED_EPILOGUES, self.name())?;
         run_upstream(env, &mut module, ACCUMULATE, self.name())?;
+        run_upstream(env, &mut module, INTO_RESIDUAL, self.name())?;
         if mark_epilogues(env, &module, l2_bytes, threads) {
             run_upstream(env, &mut module, "tessera-fuse-epilogues", self.name())?;
         }
