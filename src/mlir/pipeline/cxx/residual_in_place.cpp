@@ -103,14 +103,14 @@ void intoResidual(mlir::IRRewriter &rewriter, mlir::linalg::GenericOp epilogue) 
         return user->hasTrait<mlir::OpTrait::ReturnLike>();
       }))
     return;
-  if (llvm::none_of(epilogue.getDpsInputs(),
-                    [&](mlir::Value input) { return isAnchorResult(input, epilogue); }))
+  // Only an epilogue of a matmul or convolution; those it reads are computed in its tiles,
+  // never overwritten.
+  llvm::SmallPtrSet<mlir::Operation *, 4> fused = fusedProducers(epilogue);
+  if (fused.empty())
     return;
   mlir::OpOperand *residual = nullptr;
-  llvm::SmallPtrSet<mlir::Operation *, 4> fused = fusedProducers(epilogue);
-  // A matmul or convolution the epilogue reads alone is computed in its tiles instead.
   for (mlir::OpOperand *input : epilogue.getDpsInputOperands())
-    if (!isAnchorResult(input->get(), epilogue) &&
+    if (!fused.contains(input->get().getDefiningOp()) &&
         overwritable(epilogue, *input, epilogue.getMatchingIndexingMap(input), fused)) {
       residual = input;
       break;

@@ -134,8 +134,12 @@ impl Stage for Fuse {
         // Epilogues before cse: each matmul still has its own accumulator fill, which then
         // moves into the matmul's tiles instead of being shared (and copied) across them.
         run_upstream(env, &mut module, COLLAPSE_RESHAPED_EPILOGUES, self.name())?;
-        run_upstream(env, &mut module, ACCUMULATE, self.name())?;
-        run_upstream(env, &mut module, INTO_RESIDUAL, self.name())?;
+        run_upstream(
+            env,
+            &mut module,
+            &format!("{ACCUMULATE},{INTO_RESIDUAL}"),
+            self.name(),
+        )?;
         if mark_epilogues(env, &module, l2_bytes, threads) {
             run_upstream(env, &mut module, "tessera-fuse-epilogues", self.name())?;
         }
