@@ -138,6 +138,37 @@ impl<'c> WalkedOp<'c> {
         }
     }
 
+    /// The one-dimensional vectors (registers' rows) an operation on vectors works on: the
+    /// rows (all dimensions but the innermost) of its narrowest vector, integer or float
+    /// operand or result (a scalar counting one row; buffers and indices not counted), 1 when
+    /// it has none. An add of two `vector<7x16xf32>` works on 7; moving a row or an element
+    /// into or out of a 2-d vector (`vector.insert`, `vector.extract`) on one.
+    pub fn vector_rows(&self) -> u64 {
+        // SAFETY: as in `name`; values and types are read, not changed.
+        unsafe {
+            let rows = |value: mlir_sys::MlirValue| {
+                let ty = mlir_sys::mlirValueGetType(value);
+                if mlir_sys::mlirTypeIsAFloat(ty) || mlir_sys::mlirTypeIsAInteger(ty) {
+                    return Some(1);
+                }
+                if !mlir_sys::mlirTypeIsAVector(ty) {
+                    return None;
+                }
+                let rank = mlir_sys::mlirShapedTypeGetRank(ty);
+                Some(
+                    (0..rank - 1)
+                        .map(|d| mlir_sys::mlirShapedTypeGetDimSize(ty, d as isize).max(1) as u64)
+                        .fold(1u64, u64::saturating_mul),
+                )
+            };
+            let operands = (0..mlir_sys::mlirOperationGetNumOperands(self.raw))
+                .filter_map(|i| rows(mlir_sys::mlirOperationGetOperand(self.raw, i)));
+            let results = (0..mlir_sys::mlirOperationGetNumResults(self.raw))
+                .filter_map(|i| rows(mlir_sys::mlirOperationGetResult(self.raw, i)));
+            operands.chain(results).min().unwrap_or(1)
+        }
+    }
+
     /// The bytes of one element of operand `index` ([`element_bytes`] of its type).
     pub fn operand_element_bytes(&self, index: usize) -> Option<i64> {
         if index >= self.operand_count() {

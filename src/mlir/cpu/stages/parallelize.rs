@@ -3,9 +3,11 @@
 //! `scf.for` loops `tessera-tile` and `tessera-fuse` mark `tessera.parallel` (cache tiles
 //! over parallel dimensions, row tiles). Of each nest only the outermost candidate runs in
 //! parallel, and only when its work (operations executed, counted through the loop trip
-//! counts) reaches `min-work`: a task costs a few microseconds to hand over, so a small
-//! model's kernels stay on the calling thread and tiny calls never pay for threads. So are
-//! `memref.copy`s outside loops that move [`MIN_COPY_BYTES`] or more. Chosen loops and copies
+//! counts, an operation on 2-d vectors once per row) reaches `min-work`, or its vector reads
+//! and writes move [`MIN_COPY_BYTES`] or more: a task costs a few microseconds to hand over,
+//! so a small model's kernels stay on the calling thread and tiny calls never pay for
+//! threads, but a kernel that streams its operand runs where its producer's threads left
+//! it. So are `memref.copy`s outside loops that move [`MIN_COPY_BYTES`] or more. Chosen loops and copies
 //! become `scf.parallel` over one run of consecutive iterations (or rows) per thread
 //! (`tessera-loops-to-parallel`) and then tasks (`async-parallel-for`: the caller runs the
 //! first run and waits for the others). One run per thread, not async-parallel-for's own
@@ -52,7 +54,14 @@ pub const MIN_WORK: u64 = 1 << 16;
 /// buffers: MobileNetV2's input (224 x 224 x 3, 588 KiB) into its stem's padded one took
 /// 27 us on one thread, and on two the stem's halves then read the rows the calling core had
 /// written: the stem took 121 us where the same convolution without padding took 74.
-/// 256 KiB take 10-20 us to copy.
+/// 256 KiB take 10-20 us to copy. Loops that move as much through vector reads and writes
+/// run on several threads whatever their operation count: a kernel on one thread after one
+/// on two reads half its operand from the other core's cache, and on this machine's cores
+/// (Sapphire Rapids, virtualized) that moved about 10 GB/s, slower than memory: MobileNetV2's
+/// stride-2 depthwise convolution over 28 x 28 x 192 took 0.035 ms on one thread after its
+/// producer ran on two, 0.019 ms on one thread after a producer on one. The encoder layer's
+/// softmax, layer norms and head transposes (128 x 768 and 12 x 128 x 128) run on two
+/// threads so: 0.024-0.060 ms each where they took 0.039-0.075.
 pub const MIN_COPY_BYTES: u64 = 256 << 10;
 
 impl Stage for Parallelize {
@@ -67,7 +76,7 @@ impl Stage for Parallelize {
     fn options(&self) -> &'static [StageOption] {
         &[
             StageOption { name: "threads", doc: "threads to run on, the caller included (default 1: every loop stays sequential)", kind: OptionKind::Positive },
-            StageOption { name: "min-work", doc: "the least work (operations executed) of a loop nest worth splitting; default 2^16 (copies outside loops: 256 KiB, scaled alike)", kind: OptionKind::Positive },
+            StageOption { name: "min-work", doc: "the least work (operations executed) of a loop nest worth splitting; default 2^16 (bytes moved by a loop nest or a copy outside loops: 256 KiB, scaled alike)", kind: OptionKind::Positive },
         ]
     }
 
@@ -101,7 +110,7 @@ impl Stage for Parallelize {
                 format!("needs bufferized MLIR: run tessera-bufferize first (the parallel loop at {location} still yields tensors)"),
             ));
         }
-        // A smaller min-work lowers the copies' threshold alike (min-work=1 splits them all).
+        // A smaller min-work lowers the bytes' threshold alike (min-work=1 splits every loop).
         let min_copy_bytes = (u128::from(MIN_COPY_BYTES) * u128::from(min_work)
             / u128::from(MIN_WORK))
         .clamp(1, u128::from(u64::MAX)) as u64;
@@ -111,7 +120,10 @@ impl Stage for Parallelize {
                 let split = if op.name() == "memref.copy" {
                     copied_bytes(op) >= min_copy_bytes && !has_loop_ancestor(op)
                 } else {
-                    is_candidate(op) && !has_candidate_ancestor(op) && work(op) >= min_work
+                    is_candidate(op) && !has_candidate_ancestor(op) && {
+                        let work = work(op);
+                        work.operations >= min_work || work.bytes >= min_copy_bytes
+                    }
                 };
                 if split {
                     op.set_attribute(PARALLELIZE, Attribute::unit(env.context.context()));
@@ -199,24 +211,78 @@ fn has_candidate_ancestor(op: &WalkedOp<'_>) -> bool {
     false
 }
 
-/// The operations `root` (a loop) executes: each nested operation counts once per iteration
-/// of every loop around it, `root` included. Bounds that are not constants count as one
-/// iteration (an underestimate: such a loop stays sequential rather than risk a split that
-/// does not pay).
-fn work(root: &WalkedOp<'_>) -> u64 {
+/// What a loop nest does: the operations it executes and the bytes its vector reads and
+/// writes move.
+#[derive(Clone, Copy, Default)]
+struct Work {
+    operations: u64,
+    bytes: u64,
+}
+
+/// The work of `root` (a loop): each nested operation counts once per iteration of every
+/// loop around it, `root` included, an operation on 2-d vectors once per row, and vector
+/// reads and writes also their bytes. Bounds that are not constants count as one iteration
+/// (an underestimate: such a loop stays sequential rather than risk a split that does not
+/// pay).
+fn work(root: &WalkedOp<'_>) -> Work {
     let root_trips = trip_count(root);
     root.nested_ops()
         .iter()
         .map(|op| {
-            let mut weight = root_trips;
+            let mut trips = root_trips;
             let mut ancestor = op.parent();
             while let Some(current) = ancestor.filter(|a| a.raw().ptr != root.raw().ptr) {
-                weight = weight.saturating_mul(trip_count(&current));
+                trips = trips.saturating_mul(trip_count(&current));
                 ancestor = current.parent();
             }
-            weight
+            Work {
+                operations: trips.saturating_mul(rows_worked(op)),
+                bytes: trips.saturating_mul(bytes_moved(op)),
+            }
         })
-        .fold(0u64, u64::saturating_add)
+        .fold(Work::default(), |sum, op| Work {
+            operations: sum.operations.saturating_add(op.operations),
+            bytes: sum.bytes.saturating_add(op.bytes),
+        })
+}
+
+/// The bytes one execution of `op` moves when it is a vector read (its result) or write (its
+/// first operand), else 0.
+fn bytes_moved(op: &WalkedOp<'_>) -> u64 {
+    let (operands, results) = op.shapes();
+    let (shape, element) = match op.name().as_str() {
+        "vector.transfer_read" => (
+            results.first().cloned().flatten(),
+            op.result_element_bytes(0),
+        ),
+        "vector.transfer_write" => (
+            operands.first().cloned().flatten(),
+            op.operand_element_bytes(0),
+        ),
+        _ => return 0,
+    };
+    let elements = shape.map_or(0, |shape| {
+        shape
+            .iter()
+            .map(|&d| u64::try_from(d).unwrap_or(0))
+            .fold(1u64, u64::saturating_mul)
+    });
+    elements.saturating_mul(element.map_or(0, |b| u64::try_from(b).unwrap_or(0)))
+}
+
+/// The rows of vectors `op` computes or moves ([`WalkedOp::vector_rows`]) when it is a vector,
+/// arithmetic or math operation, else 1: a loop carrying a 2-d accumulator, or the yield
+/// that passes it on, does no work per row.
+fn rows_worked(op: &WalkedOp<'_>) -> u64 {
+    let name = op.name();
+    let computes = ["vector.", "arith.", "math."]
+        .iter()
+        .any(|dialect| name.starts_with(dialect));
+    if computes {
+        op.vector_rows()
+    } else {
+        1
+    }
 }
 
 /// The iterations of a loop (1 for other operations, and when a bound is not a constant).
