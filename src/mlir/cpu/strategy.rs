@@ -301,6 +301,10 @@ pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64], unit: VectorUnit)
                 // Elementwise: 16 lanes along the innermost loop that is not a unit one (a
                 // trailing unit loop, as in NHWC with one channel, would leave one lane).
                 (false, false) if !reduces && Some(i) == innermost => lanes(16),
+                // Several rows when the cache tile has several (`reuse_broadcast_rows`).
+                (false, false) if !reduces && i + 2 == loops.0.len() && rows_reusable(loops) => {
+                    width(MAX_REUSED_ROWS)
+                }
                 _ => 1,
             }
         })
@@ -349,6 +353,35 @@ pub fn choose(name: &str, loops: &Loops, l2_bytes: i64) -> Vec<i64> {
         split_single_tile(&mut tiles, loops);
     }
     tiles
+}
+
+/// The most rows of an elementwise op one register tile takes when an operand is broadcast
+/// along them ([`reuse_broadcast_rows`]).
+const MAX_REUSED_ROWS: i64 = 8;
+
+/// Widens the cache tiles [`choose`] gives an elementwise op over `loops` (rank 3 or more,
+/// one row at a time) to up to [`MAX_REUSED_ROWS`] rows along its second-innermost loop, the
+/// register tiles alike: for an op one of whose operands is broadcast along those rows (a
+/// row of per-channel values over NHWC pixels), read once per tile instead of once per row.
+/// MobileNetV2's depthwise convolutions are such ops (nine taps, each a shifted window of
+/// the padded input times a per-channel filter row, then batch norm and ReLU6): one pixel per
+/// register tile loaded 20 vectors for 9 FMAs; seven pixels load the filter rows once and
+/// each input vector once for the up-to-three taps that read it (LLVM merges the shifted
+/// windows' loads), 39 loads for 63 FMAs. The 14 x 14 x 384 one took 17 us instead of 23,
+/// the model 5.13 instead of 5.33 ms on one thread (3.25 and 3.36 on two).
+pub fn reuse_broadcast_rows(tiles: &mut [i64], loops: &Loops) {
+    let rank = loops.0.len();
+    if rows_reusable(loops) && tiles.len() == rank && tiles[rank - 2] == 1 {
+        tiles[rank - 2] = divisor_at_most(loops.0[rank - 2].0, MAX_REUSED_ROWS);
+    }
+}
+
+/// Whether elementwise loops can take register tiles of several rows: rank 3 or more (pixels
+/// of an image, not a matrix's long rows, which would be as many streams from memory), no
+/// reduction, and lanes along the last loop (a trailing unit loop would leave one).
+fn rows_reusable(loops: &Loops) -> bool {
+    let rank = loops.0.len();
+    rank >= 3 && loops.0.iter().all(|&(_, reduction)| !reduction) && loops.0[rank - 1].0 > 1
 }
 
 /// The names of the convolutions that contract input channels.
@@ -820,6 +853,38 @@ mod tests {
         assert_eq!(pointwise(56, 16), (8, 16));
         assert_eq!(convolution_tile(28, 64, 1, VectorUnit::AVX2), (4, 16));
         assert_eq!(convolution_tile(14, 64, 1, VectorUnit::AVX2), (7, 8));
+    }
+
+    #[test]
+    fn elementwise_tiles_take_rows_that_share_a_broadcast_operand() {
+        let nhwc = Loops(vec![(1, false), (14, false), (14, false), (384, false)]);
+        let mut tiles = choose("linalg.generic", &nhwc, 2 << 20);
+        assert_eq!(tiles, vec![1, 1, 1, 0]);
+        reuse_broadcast_rows(&mut tiles, &nhwc);
+        assert_eq!(tiles, vec![1, 1, 7, 0]);
+        let register = choose_vector("linalg.generic", &nhwc, &tiles, VectorUnit::AVX512);
+        assert_eq!(register, vec![1, 1, 7, 16]);
+        // Rows of 56 pixels take 8; one row a time stays one per register tile.
+        let wide = Loops(vec![(1, false), (56, false), (56, false), (24, false)]);
+        let mut tiles = choose("linalg.generic", &wide, 2 << 20);
+        reuse_broadcast_rows(&mut tiles, &wide);
+        assert_eq!(tiles, vec![1, 1, 8, 0]);
+        let single = choose("linalg.generic", &nhwc, 2 << 20);
+        let register = choose_vector("linalg.generic", &nhwc, &single, VectorUnit::AVX512);
+        assert_eq!(register, vec![1, 1, 1, 16]);
+        // Matrices, reductions and a trailing unit loop keep their tiles.
+        let matrix = Loops(vec![(128, false), (768, false)]);
+        let mut tiles = choose("linalg.generic", &matrix, 2 << 20);
+        reuse_broadcast_rows(&mut tiles, &matrix);
+        assert_eq!(tiles, vec![1, 0]);
+        let reduce = Loops(vec![(1, false), (14, false), (14, true)]);
+        let mut tiles = vec![1, 1, 0];
+        reuse_broadcast_rows(&mut tiles, &reduce);
+        assert_eq!(tiles, vec![1, 1, 0]);
+        let unit_channel = Loops(vec![(1, false), (14, false), (14, false), (1, false)]);
+        let mut tiles = choose("linalg.generic", &unit_channel, 2 << 20);
+        reuse_broadcast_rows(&mut tiles, &unit_channel);
+        assert_eq!(tiles, vec![1, 1, 1, 0]);
     }
 
     #[test]

@@ -15,8 +15,8 @@ use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::{walk, WalkedOp};
 use crate::mlir::cpu::strategy::{
     balance_threads, cache_order, choose, choose_vector, group_register_sizes, host_l2_bytes,
-    register_order, thread_chunks, transpose_blocks, VectorUnit, TILE_SIZES, TRANSPOSE,
-    VECTOR_SIZES,
+    register_order, reuse_broadcast_rows, thread_chunks, transpose_blocks, VectorUnit, TILE_SIZES,
+    TRANSPOSE, VECTOR_SIZES,
 };
 use crate::mlir::pipeline::loop_nest::{loops, map_results, Loops, PARALLEL};
 use crate::mlir::pipeline::schedule::{
@@ -395,6 +395,18 @@ fn split_reductions(
     Ok(())
 }
 
+/// Whether elementwise `op` (a `linalg.generic` over `loops`, none reduced) reads an input
+/// broadcast along its second-innermost loop: indexed by the innermost loop but not by that
+/// one (a per-channel row over NHWC pixels).
+fn broadcasts_along_rows(op: &WalkedOp<'_>, loops: &Loops) -> bool {
+    let rank = loops.0.len();
+    if op.name() != "linalg.generic" || rank < 2 || loops.0.iter().any(|&(_, r)| r) {
+        return false;
+    }
+    let inputs = op.operand_count().saturating_sub(op.result_count());
+    (0..inputs).any(|i| op.operand_uses_loop(i, rank - 1) && !op.operand_uses_loop(i, rank - 2))
+}
+
 /// The position, among the loops tiling `loops` by `sizes` in `order` (outermost first, as
 /// `tile_using_for` returns them), of the first over a parallel dimension with more than one
 /// tile: the loop `tessera-parallelize` may split. A loop of one tile (NHWC's batch of 1)
@@ -499,6 +511,9 @@ impl Stage for Tile {
                 None => {
                     let cache = pinned(TILE_SIZES).unwrap_or_else(|| {
                         let mut tiles = choose(&name, &op_loops, l2_bytes);
+                        if broadcasts_along_rows(op, &op_loops) {
+                            reuse_broadcast_rows(&mut tiles, &op_loops);
+                        }
                         balance_threads(&name, &mut tiles, &op_loops, threads);
                         tiles
                     });
