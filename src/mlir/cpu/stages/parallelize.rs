@@ -189,7 +189,16 @@ fn has_loop_ancestor(op: &WalkedOp<'_>) -> bool {
 /// The bytes a `memref.copy` moves: its target's static size, 0 where it is dynamic.
 fn copied_bytes(op: &WalkedOp<'_>) -> u64 {
     let (operands, _) = op.shapes();
-    let elements = operands.get(1).cloned().flatten().map_or(0, |shape| {
+    static_bytes(
+        operands.get(1).cloned().flatten(),
+        op.operand_element_bytes(1),
+    )
+}
+
+/// The bytes of a value of static `shape` with elements of `element` bytes: 0 where either is
+/// unknown or a dimension is dynamic.
+fn static_bytes(shape: Option<Vec<i64>>, element: Option<i64>) -> u64 {
+    let elements = shape.map_or(0, |shape| {
         shape
             .iter()
             .try_fold(1u64, |n, &d| {
@@ -197,7 +206,7 @@ fn copied_bytes(op: &WalkedOp<'_>) -> u64 {
             })
             .unwrap_or(0)
     });
-    elements.saturating_mul(op.operand_element_bytes(1).map_or(0, |b| b.max(0) as u64))
+    elements.saturating_mul(element.map_or(0, |b| b.max(0) as u64))
 }
 
 fn has_candidate_ancestor(op: &WalkedOp<'_>) -> bool {
@@ -249,25 +258,17 @@ fn work(root: &WalkedOp<'_>) -> Work {
 /// The bytes one execution of `op` moves when it is a vector read (its result) or write (its
 /// first operand), else 0.
 fn bytes_moved(op: &WalkedOp<'_>) -> u64 {
-    let (operands, results) = op.shapes();
-    let (shape, element) = match op.name().as_str() {
-        "vector.transfer_read" => (
-            results.first().cloned().flatten(),
+    match op.name().as_str() {
+        "vector.transfer_read" => static_bytes(
+            op.shapes().1.first().cloned().flatten(),
             op.result_element_bytes(0),
         ),
-        "vector.transfer_write" => (
-            operands.first().cloned().flatten(),
+        "vector.transfer_write" => static_bytes(
+            op.shapes().0.first().cloned().flatten(),
             op.operand_element_bytes(0),
         ),
-        _ => return 0,
-    };
-    let elements = shape.map_or(0, |shape| {
-        shape
-            .iter()
-            .map(|&d| u64::try_from(d).unwrap_or(0))
-            .fold(1u64, u64::saturating_mul)
-    });
-    elements.saturating_mul(element.map_or(0, |b| u64::try_from(b).unwrap_or(0)))
+        _ => 0,
+    }
 }
 
 /// The rows of vectors `op` computes or moves ([`WalkedOp::vector_rows`]) when it is a vector,
