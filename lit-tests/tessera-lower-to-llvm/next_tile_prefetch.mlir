@@ -266,3 +266,75 @@ func.func @wide_rows(%in: memref<1x1x16x64xf32>, %out: memref<1x1x16x64xf32>) {
   }
   return
 }
+
+// A 3x3 convolution's packed filter ([tile, tap, input channel, 32 channels]) read three taps
+// at a time (vector<3x1x32xf32>), the window row the step multiplies. Its prefetches take
+// every tap: the same row in each of the next tile's three taps, both lines of it (PANEL; the
+// constants for the lines and taps come between them);
+// spread over the seven rows that reuse the tile (SPREAD), the taps' blocks of 64 x 32 follow
+// each other, so the block is one run of 3 x 64 x 32 = 6144 elements from the next tile's
+// first (6144 * (%p + 1)), a pass starting at %oh * 6144 / 7 and a step moving 3 x 32 / 7
+// elements on (898779 / 65536 in fixed point), less than a line: one prefetch a step.
+// PANEL-LABEL: func.func @three_taps
+// PANEL: scf.for %[[C:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// PANEL-NEXT: memref.prefetch %{{.*}}[%[[NEXT:.*]], %[[T0:.*]], %[[C]], %[[T0]]], read, locality<3>, data : memref<4x3x64x32xf32>
+// PANEL: memref.prefetch %{{.*}}[%[[NEXT]], %[[T0]], %[[C]], %[[L16:.*]]], read, locality<3>, data : memref<4x3x64x32xf32>
+// PANEL: memref.prefetch %{{.*}}[%[[NEXT]], %[[T1:.*]], %[[C]], %[[T0]]], read, locality<3>, data : memref<4x3x64x32xf32>
+// PANEL: memref.prefetch %{{.*}}[%[[NEXT]], %[[T1]], %[[C]], %[[L16]]], read, locality<3>, data : memref<4x3x64x32xf32>
+// PANEL: memref.prefetch %{{.*}}[%[[NEXT]], %[[T2:.*]], %[[C]], %[[T0]]], read, locality<3>, data : memref<4x3x64x32xf32>
+// PANEL: memref.prefetch %{{.*}}[%[[NEXT]], %[[T2]], %[[C]], %[[L16]]], read, locality<3>, data : memref<4x3x64x32xf32>
+// PANEL-NEXT: vector.transfer_read
+// SPREAD-LABEL: func.func @three_taps
+// SPREAD-DAG: %[[C7:.*]] = arith.constant 7 : index
+// SPREAD-DAG: %[[C6144:.*]] = arith.constant 6144 : index
+// SPREAD-DAG: %[[C898779:.*]] = arith.constant 898779 : index
+// SPREAD: scf.for %[[P:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// SPREAD: scf.for %[[OH:.*]] = %{{.*}} to %[[C7]] step %{{.*}} {
+// SPREAD: %[[PASSED:.*]] = arith.muli %[[OH]], %[[C6144]] : index
+// SPREAD-NEXT: %[[START:.*]] = arith.divui %[[PASSED]], %[[C7]] : index
+// SPREAD: %[[FLAT:.*]] = memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [24576], strides: [1] : memref<f32> to memref<24576xf32>
+// SPREAD-NEXT: %[[BLOCK:.*]] = arith.muli %{{.*}}, %[[C6144]] : index
+// SPREAD-NEXT: %[[FIRST:.*]] = arith.addi %[[START]], %[[BLOCK]] : index
+// SPREAD-NEXT: scf.for %[[C:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// SPREAD-NEXT: %[[FIXED:.*]] = arith.muli %[[C]], %[[C898779]] : index
+// SPREAD-NEXT: %[[WHOLE:.*]] = arith.shrui %[[FIXED]], %{{.*}} : index
+// SPREAD-NEXT: %[[ELEMENT:.*]] = arith.addi %[[FIRST]], %[[WHOLE]] : index
+// SPREAD-NEXT: memref.prefetch %[[FLAT]][%[[ELEMENT]]], read, locality<2>, data : memref<24576xf32>
+// SPREAD-NEXT: vector.transfer_read
+// SPREAD-NOT: memref.prefetch
+// SPREAD: return
+memref.global "private" constant @three_tap_filter : memref<4x3x64x32xf32> = dense<1.0>
+func.func @three_taps(%in: memref<1x7x9x64xf32>, %out: memref<1x7x7x128xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c7 = arith.constant 7 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  %init = arith.constant dense<0.0> : vector<7x32xf32>
+  %w = memref.get_global @three_tap_filter : memref<4x3x64x32xf32>
+  scf.for %p = %c0 to %c4 step %c1 {
+    scf.for %oh = %c0 to %c7 step %c1 {
+      %acc = scf.for %c = %c0 to %c64 step %c1 iter_args(%a = %init) -> (vector<7x32xf32>) {
+        %column = vector.transfer_read %in[%c0, %oh, %c0, %c], %zero {in_bounds = [true, true]} : memref<1x7x9x64xf32>, vector<9x1xf32>
+        %taps = vector.transfer_read %w[%p, %c0, %c, %c0], %zero {in_bounds = [true, true, true]} : memref<4x3x64x32xf32>, vector<3x1x32xf32>
+        %row = vector.transpose %column, [1, 0] : vector<9x1xf32> to vector<1x9xf32>
+        %pixels = vector.extract %row[0] : vector<9xf32> from vector<1x9xf32>
+        %window0 = vector.extract_strided_slice %pixels {offsets = [0], sizes = [7], strides = [1]} : vector<9xf32> to vector<7xf32>
+        %window1 = vector.extract_strided_slice %pixels {offsets = [1], sizes = [7], strides = [1]} : vector<9xf32> to vector<7xf32>
+        %window2 = vector.extract_strided_slice %pixels {offsets = [2], sizes = [7], strides = [1]} : vector<9xf32> to vector<7xf32>
+        %tap0 = vector.extract %taps[0, 0] : vector<32xf32> from vector<3x1x32xf32>
+        %tap1 = vector.extract %taps[1, 0] : vector<32xf32> from vector<3x1x32xf32>
+        %tap2 = vector.extract %taps[2, 0] : vector<32xf32> from vector<3x1x32xf32>
+        %a0 = vector.outerproduct %window0, %tap0, %a : vector<7xf32>, vector<32xf32>
+        %a1 = vector.outerproduct %window1, %tap1, %a0 : vector<7xf32>, vector<32xf32>
+        %a2 = vector.outerproduct %window2, %tap2, %a1 : vector<7xf32>, vector<32xf32>
+        scf.yield %a2 : vector<7x32xf32>
+      }
+      %channel = arith.muli %p, %c32 : index
+      vector.transfer_write %acc, %out[%c0, %oh, %c0, %channel] {in_bounds = [true, true]} : vector<7x32xf32>, memref<1x7x7x128xf32>
+    }
+  }
+  return
+}

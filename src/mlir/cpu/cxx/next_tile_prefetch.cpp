@@ -3,7 +3,8 @@
 //! stay in the cache (`min-bytes` and more; constants, `min-constant-bytes` and more): the
 //! next block of the column the accumulation loop walks at its induction variable (a
 //! convolution's pixels by input channels), spread over the loop's steps, one prefetch per
-//! step; the row of the next tile's panel (packed filters or B, a row per step) at each step;
+//! step; the row of the next tile's panel (packed filters or B, a row per step, one in each
+//! tap where a convolution reads its window row's taps at once) at each step;
 //! and the lines of the next tile the epilogue reads (a residual added to the output). The
 //! hardware's stream prefetcher follows one stream per page, and a register tile walks several
 //! at once (seven pixels of 1 KB each, four to a page, a float from each per step): ResNet-50's
@@ -42,6 +43,10 @@ constexpr int64_t kMaxTilePrefetches = 64;
 
 /// The most lines of a panel's row prefetched per step (two: a row of 32 floats).
 constexpr int64_t kMaxPanelRowLines = 2;
+
+/// The most prefetches a step of a panel read issues (a 3x3 convolution's three taps of two
+/// lines each).
+constexpr int64_t kMaxPanelStepPrefetches = 6;
 
 /// Whether `loop` accumulates a register tile: it carries a vector.
 bool accumulates(mlir::scf::ForOp loop) {
@@ -266,20 +271,25 @@ struct PrefetchNextTiles
   }
 
   /// A read of one row of a panel per step at the induction variable of `loop` (a packed
-  /// filter or B, `[..., K, columns]`, a vector of the columns at row K): prefetches the same
-  /// row of the next tile's panel, every line of it, at each step. Constants qualify: a
-  /// model's weights are read once per call, from the L3, and the first register tile over
-  /// each panel waited for its rows (the 7 x 7 1x1 convolutions of ResNet-50 and MobileNetV2,
-  /// 1 to 4 MB of filters each).
+  /// filter or B, `[..., K, columns]`, a vector of the columns at row K), or of one such row in
+  /// each of several taps (`[taps..., 1, columns]`: a 3x3 convolution's packed filter, its
+  /// window row's three taps read at once): prefetches the same rows of the next tile's panel,
+  /// every line of them, at each step. Constants qualify: a model's weights are read once per
+  /// call, from the L3, and the first register tile over each panel waited for its rows (the
+  /// 7 x 7 1x1 convolutions of ResNet-50 and MobileNetV2, 1 to 4 MB of filters each).
   void prefetchPanel(mlir::vector::TransferReadOp read, mlir::scf::ForOp loop) {
-    int64_t columns = read.getVectorType().getShape()[0];
+    auto shape = read.getVectorType().getShape();
+    int64_t columns = shape.back();
+    int64_t taps = 1;
+    for (int64_t extent : shape.drop_back())
+      taps *= extent;
     int64_t bits = read.getVectorType().getElementType().getIntOrFloatBitWidth();
     int64_t lineElements = kLineBytes * 8 / bits;
     int64_t lines = (columns + lineElements - 1) / lineElements;
-    if (lines > kMaxPanelRowLines)
+    if (lines > kMaxPanelRowLines || taps * lines > kMaxPanelStepPrefetches)
       return;
     if (spreadMinBytes > 0 && streamed(read.getSource(), spreadMinBytes, /*constants=*/true) &&
-        prefetchSpread(read, loop, columns))
+        prefetchSpread(read, loop, columns, taps))
       return;
     if (!streamed(read.getSource(), minBytes, /*constants=*/false) &&
         !streamed(read.getSource(), minConstantBytes, /*constants=*/true))
@@ -289,41 +299,56 @@ struct PrefetchNextTiles
     if (mlir::failed(next))
       return;
     mlir::Location loc = read.getLoc();
-    for (int64_t line = 0; line < lines; ++line) {
-      llvm::SmallVector<mlir::Value> at = *next;
-      if (line != 0)
-        at.back() = builder.createOrFold<mlir::arith::AddIOp>(
-            loc, at.back(),
-            builder.create<mlir::arith::ConstantIndexOp>(loc, line * lineElements));
-      builder.create<mlir::memref::PrefetchOp>(loc, read.getSource(), at, /*isWrite=*/false,
-                                               /*localityHint=*/3, /*isDataCache=*/true);
+    size_t rank = next->size();
+    size_t vectorRank = shape.size();
+    for (int64_t tap = 0; tap < taps; ++tap) {
+      for (int64_t line = 0; line < lines; ++line) {
+        llvm::SmallVector<mlir::Value> at = *next;
+        int64_t rest = tap;
+        for (size_t d = vectorRank - 1; d-- > 0;) {
+          int64_t offset = rest % shape[d];
+          rest /= shape[d];
+          if (offset != 0)
+            at[rank - vectorRank + d] = builder.createOrFold<mlir::arith::AddIOp>(
+                loc, at[rank - vectorRank + d],
+                builder.create<mlir::arith::ConstantIndexOp>(loc, offset));
+        }
+        if (line != 0)
+          at.back() = builder.createOrFold<mlir::arith::AddIOp>(
+              loc, at.back(),
+              builder.create<mlir::arith::ConstantIndexOp>(loc, line * lineElements));
+        builder.create<mlir::memref::PrefetchOp>(loc, read.getSource(), at, /*isWrite=*/false,
+                                                 /*localityHint=*/3, /*isDataCache=*/true);
+      }
     }
   }
 
-  /// A panel row read (as in `prefetchPanel`, a row of `columns` elements per step) that each
-  /// tile of the outermost loop its indices depend on reads `R` times over (the loops inside
-  /// that one it does not depend on, `R` passes in all: the output rows a convolution's panel
-  /// serves): prefetches, into the L2, that outer loop's next tile's panels, spread evenly
-  /// over all `R` passes. Prefetched a register tile ahead instead, ResNet-50's 3x3
-  /// convolutions over 7 x 7 x 512 read each 64-channel tile's 1.2 MB of filters at the first
-  /// row's pass, at the memory's pace, and computed the other six rows from the L2 with the
-  /// memory idle: 2.2 ms a layer in the model, 1.5 ms with the filters in the cache.
+  /// A panel row read (as in `prefetchPanel`, `taps` rows of `columns` elements per step)
+  /// that each tile of the outermost loop its indices depend on reads `R` times over (the
+  /// loops inside that one it does not depend on, `R` passes in all: the output rows a
+  /// convolution's panel serves): prefetches, into the L2, that outer loop's next tile's
+  /// panels, spread evenly over all `R` passes. Prefetched a register tile ahead instead,
+  /// ResNet-50's 3x3 convolutions over 7 x 7 x 512 read each 64-channel tile's 1.2 MB of
+  /// filters at the first row's pass, at the memory's pace, and computed the other six rows
+  /// from the L2 with the memory idle: 2.2 ms a layer in the model, 1.5 ms with the filters in
+  /// the cache.
   ///
-  /// The pass numbered `p` takes the `p`-th `R`-th of each block of rows the accumulation loop
-  /// reads, walking it in fixed point (`columns / R` elements a step, 16 fraction bits) through
-  /// a flat view of the buffer where the rows follow each other (packed panels), so that a
-  /// step costs an add and a shift (split into row and column otherwise). The exact share of
-  /// each step, computed with divisions in the loop, had cost two wide multiplies (on an FMA
-  /// port) and twenty more operations a step of seven pixels' fourteen FMAs: ResNet-50's 1x1
-  /// convolution over 7 x 7 x 2048 ran in 0.89 ms alone, 0.66 now.
+  /// The pass numbered `p` takes the `p`-th `R`-th of each block the accumulation loop reads
+  /// (its rows, in every tap), walking it in fixed point (`taps x columns / R` elements a
+  /// step, 16 fraction bits) through a flat view of the buffer where the rows follow each
+  /// other (packed panels; the taps' blocks too, where there are several), so that a step
+  /// costs an add and a shift (split into row and column otherwise). The exact share of each
+  /// step, computed with divisions in the loop, had cost two wide multiplies (on an FMA port)
+  /// and twenty more operations a step of seven pixels' fourteen FMAs: ResNet-50's 1x1
+  /// convolution over 7 x 7 x 2048 ran in 0.89 ms alone, 0.66 now. A step's share takes one
+  /// prefetch per line it reaches into, at most [`kMaxPanelRowLines`].
   ///
   /// Fails (leaving the read to `prefetchPanel`) without such reuse, where a loop inside has
-  /// bounds that are not constants, where the accumulation loop steps by more than one, or
-  /// where `columns` is not a power of two.
+  /// bounds that are not constants, where the accumulation loop steps by more than one, where
+  /// a step's share spans more lines than that, or, where the block is not one flat run,
+  /// where there are several taps or `columns` is not a power of two.
   bool prefetchSpread(mlir::vector::TransferReadOp read, mlir::scf::ForOp loop,
-                      int64_t columns) {
-    if (!llvm::isPowerOf2_64(columns))
-      return false;
+                      int64_t columns, int64_t taps) {
     auto slice = indexSlice(read, read.getIndices(), nullptr);
     if (mlir::failed(slice))
       return false;
@@ -357,8 +382,39 @@ struct PrefetchNextTiles
     // The accumulation loop is the innermost: its steps walk the rows of a block.
     const Trip &rows = trips.front();
     constexpr int64_t kFractionBits = 16;
-    int64_t perStep = (columns << kFractionBits) / reuses;
+    int64_t stepElements = taps * columns;
+    int64_t perStep = (stepElements << kFractionBits) / reuses;
     if (reuses < 2 || rows.step != 1 || perStep == 0)
+      return false;
+    int64_t bits = read.getVectorType().getElementType().getIntOrFloatBitWidth();
+    int64_t lineElements = kLineBytes * 8 / bits;
+    int64_t stepLines = (stepElements + reuses * lineElements - 1) / (reuses * lineElements);
+    if (stepLines > kMaxPanelRowLines)
+      return false;
+    // Where the block's rows follow each other in memory (a packed panel), each tap's block
+    // right after the previous one's, and the buffer holds elements of the read's type (its
+    // flat view then spans exactly the buffer), the prefetches index that view from the
+    // block's first element, so that a step costs one add and one shift besides its share of
+    // the fixed point.
+    auto type = mlir::cast<mlir::MemRefType>(read.getSource().getType());
+    auto rootType = mlir::cast<mlir::MemRefType>(rootBuffer(read.getSource()).getType());
+    llvm::SmallVector<int64_t> strides;
+    int64_t offset;
+    size_t rank = read.getIndices().size();
+    auto vectorShape = read.getVectorType().getShape();
+    size_t vectorRank = vectorShape.size();
+    bool flat = mlir::succeeded(mlir::getStridesAndOffset(type, strides, offset)) &&
+                strides[rank - 1] == 1 && strides[rank - 2] == columns &&
+                type.getShape()[rank - 1] == columns && rootType.getLayout().isIdentity() &&
+                rootType.getElementType() == type.getElementType() &&
+                llvm::none_of(strides, mlir::ShapedType::isDynamic);
+    int64_t span = rows.count * columns;
+    // A tap's block is the next one's stride before it (the rows dimension is whole).
+    for (int64_t tap = static_cast<int64_t>(vectorRank) - 3; flat && tap >= 0; --tap) {
+      flat = strides[rank - vectorRank + tap] == span;
+      span *= vectorShape[tap];
+    }
+    if (!flat && (taps != 1 || !llvm::isPowerOf2_64(columns)))
       return false;
     mlir::Location loc = read.getLoc();
     mlir::OpBuilder builder(loop);
@@ -391,25 +447,13 @@ struct PrefetchNextTiles
     next.map(tiles.getInductionVar(),
              builder.create<mlir::arith::SelectOp>(loc, wraps, tiles.getLowerBound(), advanced));
     llvm::SmallVector<mlir::Value> at = slice->clone(builder, read.getIndices(), next, nullptr);
-    // The pass's share of the block (rows x columns elements) starts at pass * block / R.
+    // The pass's share of the block (taps x rows x columns elements) starts at
+    // pass * block / R.
     mlir::Value start = builder.createOrFold<mlir::arith::DivUIOp>(
         loc,
-        builder.createOrFold<mlir::arith::MulIOp>(loc, pass, constant(rows.count * columns)),
+        builder.createOrFold<mlir::arith::MulIOp>(loc, pass,
+                                                  constant(rows.count * stepElements)),
         constant(reuses));
-    // Where the block's rows follow each other in memory (a packed panel) and the buffer holds
-    // elements of the read's type (its flat view then spans exactly the buffer), the
-    // prefetches index that view from the block's first element, so that a step costs one add
-    // and one shift besides its share of the fixed point.
-    auto type = mlir::cast<mlir::MemRefType>(read.getSource().getType());
-    auto rootType = mlir::cast<mlir::MemRefType>(rootBuffer(read.getSource()).getType());
-    llvm::SmallVector<int64_t> strides;
-    int64_t offset;
-    size_t rank = at.size();
-    bool flat = mlir::succeeded(mlir::getStridesAndOffset(type, strides, offset)) &&
-                strides[rank - 1] == 1 && strides[rank - 2] == columns &&
-                type.getShape()[rank - 1] == columns && rootType.getLayout().isIdentity() &&
-                rootType.getElementType() == type.getElementType() &&
-                llvm::none_of(strides, mlir::ShapedType::isDynamic);
     mlir::Value view, first;
     if (flat) {
       auto metadata =
@@ -424,8 +468,9 @@ struct PrefetchNextTiles
             loc, first,
             builder.createOrFold<mlir::arith::MulIOp>(loc, at[d], constant(strides[d])));
     }
-    // At each step: `columns / R` elements further, one prefetch. The share's last element
-    // is below (pass + 1) * block / R, so the row stays within the block.
+    // At each step: `taps x columns / R` elements further, a prefetch per line. The share's
+    // last element is below (pass + 1) * block / R, and a step's lines begin before the next
+    // step's first element, so the prefetches stay within the block.
     builder.setInsertionPointToStart(loop.getBody());
     mlir::Value step = builder.createOrFold<mlir::arith::SubIOp>(loc, loop.getInductionVar(),
                                                                  constant(rows.lower));
@@ -434,9 +479,14 @@ struct PrefetchNextTiles
         constant(kFractionBits));
     if (flat) {
       mlir::Value element = builder.createOrFold<mlir::arith::AddIOp>(loc, first, advance);
-      builder.create<mlir::memref::PrefetchOp>(loc, view, mlir::ValueRange{element},
-                                               /*isWrite=*/false, /*localityHint=*/2,
-                                               /*isDataCache=*/true);
+      for (int64_t line = 0; line < stepLines; ++line) {
+        mlir::Value at = line == 0 ? element
+                                   : builder.createOrFold<mlir::arith::AddIOp>(
+                                         loc, element, constant(line * lineElements));
+        builder.create<mlir::memref::PrefetchOp>(loc, view, mlir::ValueRange{at},
+                                                 /*isWrite=*/false, /*localityHint=*/2,
+                                                 /*isDataCache=*/true);
+      }
       return true;
     }
     mlir::Value element = builder.createOrFold<mlir::arith::AddIOp>(loc, start, advance);
@@ -505,7 +555,9 @@ struct PrefetchNextTiles
         return;
       auto indices = read.getIndices();
       if (auto loop = mlir::dyn_cast<mlir::scf::ForOp>(read->getParentOp());
-          loop && accumulates(loop) && type.getRank() == 1 && indices.size() >= 2 &&
+          loop && accumulates(loop) &&
+          (type.getRank() == 1 || type.getShape()[type.getRank() - 2] == 1) &&
+          indices.size() >= 2 &&
           indices[indices.size() - 2] == loop.getInductionVar() &&
           (streamed(read.getSource(), minBytes, /*constants=*/false) ||
            streamed(read.getSource(), minConstantBytes, /*constants=*/true) ||
