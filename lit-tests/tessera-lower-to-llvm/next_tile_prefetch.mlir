@@ -338,3 +338,70 @@ func.func @three_taps(%in: memref<1x7x9x64xf32>, %out: memref<1x7x7x128xf32>) {
   }
   return
 }
+
+// A matmul blocked along K (blocks of 64 rows, %kb) with B packed in panels of 32 columns
+// (%n), each read by four row tiles of A (%m): the panel's row is the K block's offset plus
+// the step (an affine.apply of both). The next tile is the next panel of the same K block
+// (%n + 32), and after the last panel the first one of the next K block (%kb + 64, taken only
+// where %n wraps around). Each of the four passes takes a quarter of that panel's 64 x 32
+// elements, 8 elements a step (524288 / 65536), through the flat view of B from element
+// (%kb' + 0) * 32 + (%n' / 32) * 4096: its next panel's first row.
+// SPREAD-LABEL: func.func @k_blocks
+// SPREAD-DAG: %[[C524288:.*]] = arith.constant 524288 : index
+// SPREAD: scf.for %[[KB:.*]] = %{{.*}} to %[[C128:.*]] step %[[C64:.*]] {
+// SPREAD-NEXT: scf.for %[[N:.*]] = %{{.*}} to %[[C64]] step %[[C32:.*]] {
+// SPREAD-NEXT: scf.for %[[M:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// SPREAD: %[[N_ON:.*]] = arith.addi %[[N]], %[[C32]] : index
+// SPREAD-NEXT: %[[N_WRAPS:.*]] = arith.cmpi sge, %[[N_ON]], %[[C64]] : index
+// SPREAD-NEXT: %[[NEXT_N:.*]] = arith.select %[[N_WRAPS]], %{{.*}}, %[[N_ON]] : index
+// SPREAD-NEXT: %[[KB_ON:.*]] = arith.addi %[[KB]], %[[C64]] : index
+// SPREAD-NEXT: %[[KB_WRAPS:.*]] = arith.cmpi sge, %[[KB_ON]], %[[C128]] : index
+// SPREAD-NEXT: %[[KB_STEPPED:.*]] = arith.select %[[KB_WRAPS]], %{{.*}}, %[[KB_ON]] : index
+// SPREAD-NEXT: %[[NEXT_KB:.*]] = arith.select %[[N_WRAPS]], %[[KB_STEPPED]], %[[KB]] : index
+// SPREAD: memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [8192], strides: [1] : memref<f32> to memref<8192xf32>
+// SPREAD: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// SPREAD-NEXT: %[[FIXED:.*]] = arith.muli %[[K]], %[[C524288]] : index
+// SPREAD-NEXT: %[[WHOLE:.*]] = arith.shrui %[[FIXED]], %{{.*}} : index
+// SPREAD-NEXT: %[[ELEMENT:.*]] = arith.addi %{{.*}}, %[[WHOLE]] : index
+// SPREAD-NEXT: memref.prefetch %{{.*}}[%[[ELEMENT]]], read, locality<2>, data : memref<8192xf32>
+// SPREAD-NEXT: affine.apply
+// SPREAD-NOT: memref.prefetch
+// SPREAD: return
+// A register tile ahead (PANEL), the row of a K block is not the step's own variable: no
+// prefetch.
+// PANEL-LABEL: func.func @k_blocks
+// PANEL-NOT: memref.prefetch
+// PANEL: return
+#k_offset = affine_map<()[s0, s1] -> (s0 + s1)>
+#panel = affine_map<()[s0] -> (s0 floordiv 32)>
+memref.global "private" constant @k_blocked : memref<2x128x32xf32> = dense<1.0>
+func.func @k_blocks(%a: memref<16x128xf32>, %out: memref<16x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  %zero = arith.constant 0.0 : f32
+  %b = memref.get_global @k_blocked : memref<2x128x32xf32>
+  scf.for %kb = %c0 to %c128 step %c64 {
+    scf.for %n = %c0 to %c64 step %c32 {
+      scf.for %m = %c0 to %c16 step %c4 {
+        %init = vector.transfer_read %out[%m, %n], %zero {in_bounds = [true, true]} : memref<16x64xf32>, vector<4x32xf32>
+        %acc = scf.for %k = %c0 to %c64 step %c1 iter_args(%acc_k = %init) -> (vector<4x32xf32>) {
+          %row = affine.apply #k_offset()[%kb, %k]
+          %column = vector.transfer_read %a[%m, %row], %zero {in_bounds = [true, true]} : memref<16x128xf32>, vector<4x1xf32>
+          %tile = affine.apply #panel()[%n]
+          %panel = vector.transfer_read %b[%tile, %row, %c0], %zero {in_bounds = [true]} : memref<2x128x32xf32>, vector<32xf32>
+          %rows = vector.transpose %column, [1, 0] : vector<4x1xf32> to vector<1x4xf32>
+          %lanes = vector.extract %rows[0] : vector<4xf32> from vector<1x4xf32>
+          %product = vector.outerproduct %lanes, %panel, %acc_k : vector<4xf32>, vector<32xf32>
+          scf.yield %product : vector<4x32xf32>
+        }
+        vector.transfer_write %acc, %out[%m, %n] {in_bounds = [true, true]} : vector<4x32xf32>, memref<16x64xf32>
+      }
+    }
+  }
+  return
+}

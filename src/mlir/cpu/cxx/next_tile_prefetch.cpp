@@ -11,7 +11,8 @@
 //! 1x1 convolutions over 56 x 56 x 256 waited on memory for a third of their time. A model's
 //! weights come from the L3 at every call, and the first register tile over each panel waited
 //! for it. A panel that several register tiles read over (the rows of output pixels a
-//! convolution's tile of channels serves) is instead prefetched a whole outer tile ahead, into
+//! convolution's tile of channels serves, the row tiles of A a matmul's panel of B serves,
+//! its rows offset by the K block) is instead prefetched a whole outer tile ahead, into
 //! the L2, a share per step spread over all those tiles (`spread-min-bytes` and more): the
 //! memory streams the next tile's filters while this one computes, not only during its first
 //! row. The next tile is the one the enclosing `scf.for` loops run next (the innermost loop
@@ -199,6 +200,44 @@ nextStepIndices(mlir::OpBuilder &builder, mlir::vector::TransferReadOp read,
   return next;
 }
 
+/// Whether `index` walks the rows of a panel with `loop`: it is the loop's induction
+/// variable, or that plus a value defined outside the loop (an `affine.apply` of `s0 + s1`,
+/// the offset of a matmul's K block).
+bool walksWith(mlir::Value index, mlir::scf::ForOp loop) {
+  mlir::Value iv = loop.getInductionVar();
+  if (index == iv)
+    return true;
+  auto apply = index.getDefiningOp<mlir::affine::AffineApplyOp>();
+  if (!apply || apply.getAffineMap().getNumResults() != 1)
+    return false;
+  mlir::AffineMap map = apply.getAffineMap();
+  std::optional<unsigned> position;
+  for (auto [i, operand] : llvm::enumerate(apply.getMapOperands())) {
+    if (operand == iv) {
+      if (position)
+        return false;
+      position = i;
+    } else if (!loop.isDefinedOutsideOfLoop(operand)) {
+      return false;
+    }
+  }
+  if (!position)
+    return false;
+  mlir::AffineExpr variable =
+      *position < map.getNumDims()
+          ? mlir::getAffineDimExpr(*position, map.getContext())
+          : mlir::getAffineSymbolExpr(*position - map.getNumDims(), map.getContext());
+  auto sum = mlir::dyn_cast<mlir::AffineBinaryOpExpr>(map.getResult(0));
+  if (!sum || sum.getKind() != mlir::AffineExprKind::Add)
+    return false;
+  auto invariant = [&](mlir::AffineExpr expr) {
+    return *position < map.getNumDims() ? !expr.isFunctionOfDim(*position)
+                                        : !expr.isFunctionOfSymbol(*position - map.getNumDims());
+  };
+  return (sum.getLHS() == variable && invariant(sum.getRHS())) ||
+         (sum.getRHS() == variable && invariant(sum.getLHS()));
+}
+
 struct PrefetchNextTiles
     : public mlir::PassWrapper<PrefetchNextTiles, mlir::OperationPass<>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(PrefetchNextTiles)
@@ -324,14 +363,16 @@ struct PrefetchNextTiles
   }
 
   /// A panel row read (as in `prefetchPanel`, `taps` rows of `columns` elements per step)
-  /// that each tile of the outermost loop its indices depend on reads `R` times over (the
-  /// loops inside that one it does not depend on, `R` passes in all: the output rows a
-  /// convolution's panel serves): prefetches, into the L2, that outer loop's next tile's
-  /// panels, spread evenly over all `R` passes. Prefetched a register tile ahead instead,
-  /// ResNet-50's 3x3 convolutions over 7 x 7 x 512 read each 64-channel tile's 1.2 MB of
-  /// filters at the first row's pass, at the memory's pace, and computed the other six rows
-  /// from the L2 with the memory idle: 2.2 ms a layer in the model, 1.5 ms with the filters in
-  /// the cache.
+  /// that each tile reads `R` times over: the tile is chosen by the loops the indices read
+  /// outside the outermost one inside them they do not read, and the loops they do not read
+  /// inside those make `R` passes over it (the output rows a convolution's tile of channels
+  /// serves; the row tiles of a matmul's panel of B, its tile chosen by the column tiles and
+  /// the K block). Prefetches, into the L2, the next tile's panels (the innermost tile loop
+  /// advanced, carrying into the outer ones), spread evenly over all `R` passes. Prefetched a
+  /// register tile ahead instead, ResNet-50's 3x3 convolutions over 7 x 7 x 512 read each
+  /// 64-channel tile's 1.2 MB of filters at the first row's pass, at the memory's pace, and
+  /// computed the other six rows from the L2 with the memory idle: 2.2 ms a layer in the
+  /// model, 1.5 ms with the filters in the cache.
   ///
   /// The pass numbered `p` takes the `p`-th `R`-th of each block the accumulation loop reads
   /// (its rows, in every tap), walking it in fixed point (`taps x columns / R` elements a
@@ -353,34 +394,49 @@ struct PrefetchNextTiles
     if (mlir::failed(slice))
       return false;
     llvm::SmallVector<mlir::scf::ForOp> loops = slice->loops;
-    auto outer = llvm::find_if(llvm::reverse(loops), [&](mlir::scf::ForOp l) {
-      return slice->read.contains(l.getInductionVar());
-    });
-    if (outer == loops.rend())
+    auto reads = [&](size_t i) { return slice->read.contains(loops[i].getInductionVar()); };
+    // Innermost first: the accumulation loop, then loops the indices read or not. The
+    // outermost loop they do not read inside the outermost one they read bounds the passes
+    // over a tile; the loops they read outside it choose the tile (a convolution's tile of
+    // channels; a matmul's column tiles and K block).
+    size_t outerRead = loops.size();
+    while (outerRead > 0 && !reads(outerRead - 1))
+      --outerRead;
+    if (outerRead < 2)
       return false;
-    size_t inside = loops.rend() - outer - 1;
-    if (inside == 0 || !mlir::getConstantIntValue(loops[inside].getStep()))
+    size_t passesOuter = outerRead - 1;
+    while (passesOuter > 0 && reads(passesOuter))
+      --passesOuter;
+    if (passesOuter == 0)
       return false;
-    llvm::MutableArrayRef<mlir::scf::ForOp> within(loops.data(), inside);
-    // Each loop inside: its lower bound, step and trip count.
+    // The accumulation loop and the pass loops: their lower bounds, steps and trip counts.
     struct Trip {
       int64_t lower, step, count;
     };
-    llvm::SmallVector<Trip> trips;
-    int64_t reuses = 1;
-    for (mlir::scf::ForOp l : within) {
+    auto trip = [](mlir::scf::ForOp l) -> std::optional<Trip> {
       auto lower = mlir::getConstantIntValue(l.getLowerBound());
       auto upper = mlir::getConstantIntValue(l.getUpperBound());
       auto step = mlir::getConstantIntValue(l.getStep());
       if (!lower || !upper || !step || *step <= 0 || *upper <= *lower)
+        return std::nullopt;
+      return Trip{*lower, *step, (*upper - *lower + *step - 1) / *step};
+    };
+    llvm::SmallVector<std::pair<mlir::scf::ForOp, Trip>> passLoops;
+    int64_t reuses = 1;
+    for (size_t i = 1; i <= passesOuter; ++i) {
+      if (reads(i))
+        continue;
+      auto t = trip(loops[i]);
+      if (!t)
         return false;
-      int64_t count = (*upper - *lower + *step - 1) / *step;
-      trips.push_back({*lower, *step, count});
-      if (!slice->read.contains(l.getInductionVar()))
-        reuses *= count;
+      passLoops.emplace_back(loops[i], *t);
+      reuses *= t->count;
     }
     // The accumulation loop is the innermost: its steps walk the rows of a block.
-    const Trip &rows = trips.front();
+    auto accumulation = trip(loops.front());
+    if (!accumulation)
+      return false;
+    const Trip &rows = *accumulation;
     constexpr int64_t kFractionBits = 16;
     int64_t stepElements = taps * columns;
     int64_t perStep = (stepElements << kFractionBits) / reuses;
@@ -425,27 +481,36 @@ struct PrefetchNextTiles
     // row of the block it reads.
     mlir::Value pass = constant(0);
     int64_t passes = 1;
-    for (auto [l, trip] : llvm::zip(within, trips)) {
-      if (slice->read.contains(l.getInductionVar()))
-        continue;
+    for (auto [l, t] : passLoops) {
       mlir::Value iteration = builder.createOrFold<mlir::arith::DivUIOp>(
           loc,
-          builder.createOrFold<mlir::arith::SubIOp>(loc, l.getInductionVar(),
-                                                    constant(trip.lower)),
-          constant(trip.step));
+          builder.createOrFold<mlir::arith::SubIOp>(loc, l.getInductionVar(), constant(t.lower)),
+          constant(t.step));
       pass = builder.createOrFold<mlir::arith::AddIOp>(
           loc, pass, builder.createOrFold<mlir::arith::MulIOp>(loc, iteration, constant(passes)));
-      passes *= trip.count;
+      passes *= t.count;
     }
+    // The next tile: the innermost tile loop advanced by its step, an outer one only where
+    // every one inside it wraps around.
     mlir::IRMapping next;
     next.map(loop.getInductionVar(), loop.getLowerBound());
-    mlir::scf::ForOp tiles = loops[inside];
-    mlir::Value advanced = builder.createOrFold<mlir::arith::AddIOp>(
-        loc, tiles.getInductionVar(), tiles.getStep());
-    mlir::Value wraps = builder.create<mlir::arith::CmpIOp>(
-        loc, mlir::arith::CmpIPredicate::sge, advanced, tiles.getUpperBound());
-    next.map(tiles.getInductionVar(),
-             builder.create<mlir::arith::SelectOp>(loc, wraps, tiles.getLowerBound(), advanced));
+    mlir::Value carry;
+    for (size_t i = passesOuter + 1; i < outerRead; ++i) {
+      mlir::scf::ForOp tiles = loops[i];
+      mlir::Value iv = tiles.getInductionVar();
+      mlir::Value advanced = builder.createOrFold<mlir::arith::AddIOp>(loc, iv, tiles.getStep());
+      mlir::Value wraps = builder.create<mlir::arith::CmpIOp>(
+          loc, mlir::arith::CmpIPredicate::sge, advanced, tiles.getUpperBound());
+      mlir::Value stepped =
+          builder.create<mlir::arith::SelectOp>(loc, wraps, tiles.getLowerBound(), advanced);
+      if (carry) {
+        next.map(iv, builder.create<mlir::arith::SelectOp>(loc, carry, stepped, iv));
+        carry = builder.create<mlir::arith::AndIOp>(loc, carry, wraps);
+      } else {
+        next.map(iv, stepped);
+        carry = wraps;
+      }
+    }
     llvm::SmallVector<mlir::Value> at = slice->clone(builder, read.getIndices(), next, nullptr);
     // The pass's share of the block (taps x rows x columns elements) starts at
     // pass * block / R.
@@ -557,8 +622,7 @@ struct PrefetchNextTiles
       if (auto loop = mlir::dyn_cast<mlir::scf::ForOp>(read->getParentOp());
           loop && accumulates(loop) &&
           (type.getRank() == 1 || type.getShape()[type.getRank() - 2] == 1) &&
-          indices.size() >= 2 &&
-          indices[indices.size() - 2] == loop.getInductionVar() &&
+          indices.size() >= 2 && walksWith(indices[indices.size() - 2], loop) &&
           (streamed(read.getSource(), minBytes, /*constants=*/false) ||
            streamed(read.getSource(), minConstantBytes, /*constants=*/true) ||
            (spreadMinBytes > 0 &&
