@@ -692,24 +692,19 @@ pub fn prefetch_constant_min_bytes(l2_bytes: i64) -> i64 {
 
 /// The least size of a constant (packed weights) whose panels, each reused by several register
 /// tiles, are prefetched a whole outer tile ahead, spread over the reusing tiles, for an L2 of
-/// `l2_bytes` per core and code on `threads` threads: a quarter of the L2 on one thread, the
-/// L2 on several. ResNet-50's layers over 7 x 7 took longer in the model than alone with their
-/// filters in the cache (its 3x3 convolutions over 7 x 7 x 512, 9.4 MB of filters: 1.5 ms
-/// alone, 2.2 in the model): the first row of output tiles read each panel at the memory's
-/// pace, the other rows computed from the L2. Spread (with [`cap_filter_slab`]'s tiles), the
-/// model took 56.4 -> 55.5 ms (one thread, Sapphire Rapids, means of five alternating runs).
-/// Since the spread costs a few integer operations a step (it had cost two wide multiplies
-/// and twenty more), from the L2 on ResNet-50 took 54.8 -> 53.9 ms on one thread and
-/// 29.1 -> 28.3 on two (where it had been off: 29.3 -> 30.5 ms); from a quarter of it, which
+/// `l2_bytes` per core: a quarter of the L2, on any number of threads. ResNet-50's layers over
+/// 7 x 7 took longer in the model than alone with their filters in the cache (its 3x3
+/// convolutions over 7 x 7 x 512, 9.4 MB of filters: 1.5 ms alone, 2.2 in the model): the
+/// first row of output tiles read each panel at the memory's pace, the other rows computed
+/// from the L2. Spread (with [`cap_filter_slab`]'s tiles), the model took 56.4 -> 55.5 ms (one
+/// thread, Sapphire Rapids, means of five alternating runs); from a quarter of the L2, which
 /// takes in MobileNetV2's 1x1 convolutions over 7 x 7 (0.6 to 1.6 MB), MobileNetV2 on one
-/// thread 6.16 -> 5.89 ms, on two no change (the other core streams its own tiles' filters at
-/// the same time), ResNet-50 and the encoder level.
-pub fn prefetch_spread_min_bytes(l2_bytes: i64, threads: i64) -> i64 {
-    if threads <= 1 {
-        l2_bytes / 4
-    } else {
-        l2_bytes
-    }
+/// thread 6.16 -> 5.89 ms. On two threads the spread had started at the whole L2 (a quarter
+/// changed nothing then); once matmuls and three-tap convolutions spread their prefetches too,
+/// a quarter took MobileNetV2 on two threads from 3.37 to 3.29 ms (8 alternations) and
+/// ResNet-50 from 25.9 to 25.5, the encoder level (Sapphire Rapids).
+pub fn prefetch_spread_min_bytes(l2_bytes: i64) -> i64 {
+    l2_bytes / 4
 }
 
 /// The elements of B a matmul's K block may span (K block x N tile): 256 x 64 floats, 64 KB,
@@ -950,6 +945,7 @@ mod tests {
         assert_eq!(prefetch_min_bytes(2 << 20, 2), 64 << 10);
         assert_eq!(prefetch_min_bytes(1 << 20, 8), 32 << 10);
         assert_eq!(prefetch_constant_min_bytes(2 << 20), 2 << 20);
+        assert_eq!(prefetch_spread_min_bytes(2 << 20), 512 << 10);
     }
 
     #[test]

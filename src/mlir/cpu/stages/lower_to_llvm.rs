@@ -134,7 +134,7 @@ impl Stage for LowerToLlvm {
             .map_or(1, |a| a.value());
         let min_bytes = prefetch_min_bytes(l2_bytes, threads);
         let min_constant_bytes = prefetch_constant_min_bytes(l2_bytes);
-        let spread_min_bytes = prefetch_spread_min_bytes(l2_bytes, threads);
+        let spread_min_bytes = prefetch_spread_min_bytes(l2_bytes);
         let prefetch = format!(
             "{PREFETCH}{{min-bytes={min_bytes} min-constant-bytes={min_constant_bytes} spread-min-bytes={spread_min_bytes}}}"
         );
