@@ -146,6 +146,26 @@ mlir::FailureOr<IndexSlice> indexSlice(mlir::Operation *at, mlir::ValueRange ind
   return slice;
 }
 
+/// Maps `loop`'s induction variable in `next` to the loop's next iteration (wrapping around
+/// to its lower bound after the last), where `carry` holds (every loop inside this one wraps
+/// around; null for the innermost, which always advances), else to itself; returns whether
+/// this loop and all those inside it wrap around, the carry into the next loop out.
+mlir::Value advance(mlir::OpBuilder &builder, mlir::Location loc, mlir::scf::ForOp loop,
+                    mlir::IRMapping &next, mlir::Value carry) {
+  mlir::Value iv = loop.getInductionVar();
+  mlir::Value advanced = builder.createOrFold<mlir::arith::AddIOp>(loc, iv, loop.getStep());
+  mlir::Value wraps = builder.create<mlir::arith::CmpIOp>(
+      loc, mlir::arith::CmpIPredicate::sge, advanced, loop.getUpperBound());
+  mlir::Value stepped =
+      builder.create<mlir::arith::SelectOp>(loc, wraps, loop.getLowerBound(), advanced);
+  if (!carry) {
+    next.map(iv, stepped);
+    return wraps;
+  }
+  next.map(iv, builder.create<mlir::arith::SelectOp>(loc, carry, stepped, iv));
+  return builder.create<mlir::arith::AndIOp>(loc, carry, wraps);
+}
+
 /// The indices of the next tile, built before `at`: `indices` with the induction variables
 /// of the `scf.for` loops around `at` they depend on advanced to the loops' next iteration
 /// (the innermost by its step; an outer one only where every loop inside it wraps around to
@@ -162,23 +182,9 @@ nextTileIndices(mlir::OpBuilder &builder, mlir::Operation *at, mlir::ValueRange 
   builder.setInsertionPoint(at);
   mlir::IRMapping next;
   mlir::Value carry;
-  for (mlir::scf::ForOp loop : slice->loops) {
-    mlir::Value iv = loop.getInductionVar();
-    if (!slice->read.contains(iv))
-      continue;
-    mlir::Value advanced = builder.createOrFold<mlir::arith::AddIOp>(loc, iv, loop.getStep());
-    mlir::Value wraps = builder.create<mlir::arith::CmpIOp>(
-        loc, mlir::arith::CmpIPredicate::sge, advanced, loop.getUpperBound());
-    mlir::Value stepped =
-        builder.create<mlir::arith::SelectOp>(loc, wraps, loop.getLowerBound(), advanced);
-    if (carry) {
-      next.map(iv, builder.create<mlir::arith::SelectOp>(loc, carry, stepped, iv));
-      carry = builder.create<mlir::arith::AndIOp>(loc, carry, wraps);
-    } else {
-      next.map(iv, stepped);
-      carry = wraps;
-    }
-  }
+  for (mlir::scf::ForOp loop : slice->loops)
+    if (slice->read.contains(loop.getInductionVar()))
+      carry = advance(builder, loc, loop, next, carry);
   if (!carry)
     return mlir::failure();
   return slice->clone(builder, indices, next, excluded);
@@ -198,6 +204,52 @@ nextStepIndices(mlir::OpBuilder &builder, mlir::vector::TransferReadOp read,
   if (mlir::succeeded(next))
     builder.setInsertionPointToStart(loop.getBody());
   return next;
+}
+
+/// How a vector read's elements fall into rows (along all but its last dimension: the rows of a
+/// tile, the taps of a panel) and cache lines.
+struct ReadRows {
+  int64_t rows, columns, lineElements, rowLines;
+};
+
+ReadRows readRows(mlir::vector::TransferReadOp read) {
+  auto shape = read.getVectorType().getShape();
+  int64_t rows = 1;
+  for (int64_t extent : shape.drop_back())
+    rows *= extent;
+  int64_t bits = read.getVectorType().getElementType().getIntOrFloatBitWidth();
+  int64_t lineElements = kLineBytes * 8 / bits;
+  return {rows, shape.back(), lineElements, (shape.back() + lineElements - 1) / lineElements};
+}
+
+/// Prefetches, at `builder`'s insertion point, every line of every row `read` would read at
+/// `indices` instead of its own.
+void prefetchRows(mlir::OpBuilder &builder, mlir::vector::TransferReadOp read,
+                  llvm::ArrayRef<mlir::Value> indices) {
+  auto shape = read.getVectorType().getShape();
+  ReadRows layout = readRows(read);
+  mlir::Location loc = read.getLoc();
+  size_t rank = indices.size();
+  size_t vectorRank = shape.size();
+  auto offsetBy = [&](mlir::Value index, int64_t offset) -> mlir::Value {
+    if (offset == 0)
+      return index;
+    return builder.createOrFold<mlir::arith::AddIOp>(
+        loc, index, builder.create<mlir::arith::ConstantIndexOp>(loc, offset));
+  };
+  for (int64_t row = 0; row < layout.rows; ++row) {
+    for (int64_t line = 0; line < layout.rowLines; ++line) {
+      llvm::SmallVector<mlir::Value> at(indices);
+      int64_t rest = row;
+      for (size_t d = vectorRank - 1; d-- > 0;) {
+        at[rank - vectorRank + d] = offsetBy(at[rank - vectorRank + d], rest % shape[d]);
+        rest /= shape[d];
+      }
+      at[rank - 1] = offsetBy(at[rank - 1], line * layout.lineElements);
+      builder.create<mlir::memref::PrefetchOp>(loc, read.getSource(), at, /*isWrite=*/false,
+                                               /*localityHint=*/3, /*isDataCache=*/true);
+    }
+  }
 }
 
 /// Whether `index` walks the rows of a panel with `loop`: it is the loop's induction
@@ -317,18 +369,12 @@ struct PrefetchNextTiles
   /// call, from the L3, and the first register tile over each panel waited for its rows (the
   /// 7 x 7 1x1 convolutions of ResNet-50 and MobileNetV2, 1 to 4 MB of filters each).
   void prefetchPanel(mlir::vector::TransferReadOp read, mlir::scf::ForOp loop) {
-    auto shape = read.getVectorType().getShape();
-    int64_t columns = shape.back();
-    int64_t taps = 1;
-    for (int64_t extent : shape.drop_back())
-      taps *= extent;
-    int64_t bits = read.getVectorType().getElementType().getIntOrFloatBitWidth();
-    int64_t lineElements = kLineBytes * 8 / bits;
-    int64_t lines = (columns + lineElements - 1) / lineElements;
-    if (lines > kMaxPanelRowLines || taps * lines > kMaxPanelStepPrefetches)
+    ReadRows layout = readRows(read);
+    if (layout.rowLines > kMaxPanelRowLines ||
+        layout.rows * layout.rowLines > kMaxPanelStepPrefetches)
       return;
     if (spreadMinBytes > 0 && streamed(read.getSource(), spreadMinBytes, /*constants=*/true) &&
-        prefetchSpread(read, loop, columns, taps))
+        prefetchSpread(read, loop, layout))
       return;
     if (!streamed(read.getSource(), minBytes, /*constants=*/false) &&
         !streamed(read.getSource(), minConstantBytes, /*constants=*/true))
@@ -337,33 +383,11 @@ struct PrefetchNextTiles
     auto next = nextStepIndices(builder, read, loop);
     if (mlir::failed(next))
       return;
-    mlir::Location loc = read.getLoc();
-    size_t rank = next->size();
-    size_t vectorRank = shape.size();
-    for (int64_t tap = 0; tap < taps; ++tap) {
-      for (int64_t line = 0; line < lines; ++line) {
-        llvm::SmallVector<mlir::Value> at = *next;
-        int64_t rest = tap;
-        for (size_t d = vectorRank - 1; d-- > 0;) {
-          int64_t offset = rest % shape[d];
-          rest /= shape[d];
-          if (offset != 0)
-            at[rank - vectorRank + d] = builder.createOrFold<mlir::arith::AddIOp>(
-                loc, at[rank - vectorRank + d],
-                builder.create<mlir::arith::ConstantIndexOp>(loc, offset));
-        }
-        if (line != 0)
-          at.back() = builder.createOrFold<mlir::arith::AddIOp>(
-              loc, at.back(),
-              builder.create<mlir::arith::ConstantIndexOp>(loc, line * lineElements));
-        builder.create<mlir::memref::PrefetchOp>(loc, read.getSource(), at, /*isWrite=*/false,
-                                                 /*localityHint=*/3, /*isDataCache=*/true);
-      }
-    }
+    prefetchRows(builder, read, *next);
   }
 
-  /// A panel row read (as in `prefetchPanel`, `taps` rows of `columns` elements per step)
-  /// that each tile reads `R` times over: the tile is chosen by the loops the indices read
+  /// A panel row read (as in `prefetchPanel`: `layout`, a row of `columns` elements per step in
+  /// each of its `taps`) that each tile reads `R` times over: the tile is chosen by the loops the indices read
   /// outside the outermost one inside them they do not read, and the loops they do not read
   /// inside those make `R` passes over it (the output rows a convolution's tile of channels
   /// serves; the row tiles of a matmul's panel of B, its tile chosen by the column tiles and
@@ -389,7 +413,9 @@ struct PrefetchNextTiles
   /// a step's share spans more lines than that, or, where the block is not one flat run,
   /// where there are several taps or `columns` is not a power of two.
   bool prefetchSpread(mlir::vector::TransferReadOp read, mlir::scf::ForOp loop,
-                      int64_t columns, int64_t taps) {
+                      ReadRows layout) {
+    int64_t columns = layout.columns;
+    int64_t taps = layout.rows;
     auto slice = indexSlice(read, read.getIndices(), nullptr);
     if (mlir::failed(slice))
       return false;
@@ -442,8 +468,7 @@ struct PrefetchNextTiles
     int64_t perStep = (stepElements << kFractionBits) / reuses;
     if (reuses < 2 || rows.step != 1 || perStep == 0)
       return false;
-    int64_t bits = read.getVectorType().getElementType().getIntOrFloatBitWidth();
-    int64_t lineElements = kLineBytes * 8 / bits;
+    int64_t lineElements = layout.lineElements;
     int64_t stepLines = (stepElements + reuses * lineElements - 1) / (reuses * lineElements);
     if (stepLines > kMaxPanelRowLines)
       return false;
@@ -495,22 +520,8 @@ struct PrefetchNextTiles
     mlir::IRMapping next;
     next.map(loop.getInductionVar(), loop.getLowerBound());
     mlir::Value carry;
-    for (size_t i = passesOuter + 1; i < outerRead; ++i) {
-      mlir::scf::ForOp tiles = loops[i];
-      mlir::Value iv = tiles.getInductionVar();
-      mlir::Value advanced = builder.createOrFold<mlir::arith::AddIOp>(loc, iv, tiles.getStep());
-      mlir::Value wraps = builder.create<mlir::arith::CmpIOp>(
-          loc, mlir::arith::CmpIPredicate::sge, advanced, tiles.getUpperBound());
-      mlir::Value stepped =
-          builder.create<mlir::arith::SelectOp>(loc, wraps, tiles.getLowerBound(), advanced);
-      if (carry) {
-        next.map(iv, builder.create<mlir::arith::SelectOp>(loc, carry, stepped, iv));
-        carry = builder.create<mlir::arith::AndIOp>(loc, carry, wraps);
-      } else {
-        next.map(iv, stepped);
-        carry = wraps;
-      }
-    }
+    for (size_t i = passesOuter + 1; i < outerRead; ++i)
+      carry = advance(builder, loc, loops[i], next, carry);
     llvm::SmallVector<mlir::Value> at = slice->clone(builder, read.getIndices(), next, nullptr);
     // The pass's share of the block (taps x rows x columns elements) starts at
     // pass * block / R.
@@ -570,41 +581,14 @@ struct PrefetchNextTiles
   /// A read of a whole tile after `loop` (an epilogue's): prefetches every line of the next
   /// tile's, before `loop`.
   void prefetchTile(mlir::vector::TransferReadOp read, mlir::scf::ForOp loop) {
-    auto shape = read.getVectorType().getShape();
-    int64_t bits = read.getVectorType().getElementType().getIntOrFloatBitWidth();
-    int64_t lineElements = kLineBytes * 8 / bits;
-    int64_t rowLines = (shape.back() + lineElements - 1) / lineElements;
-    int64_t rows = 1;
-    for (int64_t extent : shape.drop_back())
-      rows *= extent;
-    if (rows * rowLines > kMaxTilePrefetches)
+    ReadRows layout = readRows(read);
+    if (layout.rows * layout.rowLines > kMaxTilePrefetches)
       return;
     mlir::OpBuilder builder(loop);
     auto next = nextTileIndices(builder, loop, read.getIndices(), nullptr);
     if (mlir::failed(next))
       return;
-    mlir::Location loc = read.getLoc();
-    size_t rank = next->size();
-    size_t vectorRank = shape.size();
-    for (int64_t row = 0; row < rows; ++row) {
-      for (int64_t line = 0; line < rowLines; ++line) {
-        llvm::SmallVector<mlir::Value> at = *next;
-        int64_t rest = row;
-        for (size_t d = vectorRank - 1; d-- > 0;) {
-          int64_t offset = rest % shape[d];
-          rest /= shape[d];
-          if (offset != 0)
-            at[rank - vectorRank + d] = builder.createOrFold<mlir::arith::AddIOp>(
-                loc, at[rank - vectorRank + d],
-                builder.create<mlir::arith::ConstantIndexOp>(loc, offset));
-        }
-        if (line != 0)
-          at[rank - 1] = builder.createOrFold<mlir::arith::AddIOp>(
-              loc, at[rank - 1],
-              builder.create<mlir::arith::ConstantIndexOp>(loc, line * lineElements));
-        builder.create<mlir::memref::PrefetchOp>(loc, read.getSource(), at, false, 3, true);
-      }
-    }
+    prefetchRows(builder, read, *next);
   }
 
   void runOnOperation() override {
