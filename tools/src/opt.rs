@@ -17,9 +17,9 @@ use tessera::expected_diagnostics::check_expected;
 use tessera::frontend::{decode, load, split_chunks, SPLIT_MARKER};
 use tessera::ir::Module;
 use tessera::mlir::cpu::compile::jit_options;
+use tessera::mlir::cpu::cpu_model::CpuModel;
 use tessera::mlir::cpu::llvm::llvm_ir;
 use tessera::mlir::cpu::runtime::jit::{write_object_file, LlvmOptions};
-use tessera::mlir::cpu::strategy::NAMED_TARGET_L2_BYTES;
 use tessera::mlir::gpu::ptx::kernel_ptx;
 use tessera::mlir::gpu::GPU_CHIPS;
 use tessera::mlir::pipeline::fusion_report::{report_json, report_of_pipeline, report_text};
@@ -140,13 +140,13 @@ pub struct OptArgs {
     /// With -O: run the outer loops of big kernels on N threads (tessera-parallelize).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
-    /// With -O: generate code for this CPU (an LLVM name such as haswell) instead of the host.
     /// What the preset compiles for: cpu (the host, through LLVM) or cuda (NVIDIA GPUs: PTX).
     #[arg(long, value_enum, default_value = "cpu")]
     pub target: TargetArg,
     /// The NVIDIA chip to compile kernels for with --target=cuda (default sm_90).
     #[arg(long, value_name = "CHIP")]
     pub gpu_chip: Option<String>,
+    /// With -O: generate code for this CPU (an LLVM name such as haswell) instead of the host.
     #[arg(long, value_name = "CPU")]
     pub target_cpu: Option<String>,
     /// With -O: CPU features, LLVM style (+avx2,+fma), instead of the host's.
@@ -158,6 +158,10 @@ pub struct OptArgs {
     /// List tessera's stages (with options) and the upstream passes, and exit.
     #[arg(long)]
     pub list_passes: bool,
+    /// Print the CPU target model tiles and code are chosen for (this machine's, or the one
+    /// --target-cpu and --target-features name), and exit.
+    #[arg(long)]
+    pub print_target: bool,
     /// Print the pipeline that runs, in the form --pass-pipeline takes, to stderr.
     #[arg(long)]
     pub dump_pass_pipeline: bool,
@@ -306,6 +310,15 @@ pub fn run_opt(args: &OptArgs, stderr: &mut dyn Write) -> ExitCode {
     }
     if args.list_passes {
         return write_output(args, &list_passes(), stderr);
+    }
+    if args.print_target {
+        return match named_cpu_model(args) {
+            Ok(model) => {
+                let model = model.unwrap_or_else(|| CpuModel::host().clone());
+                write_output(args, &model.to_string(), stderr)
+            }
+            Err(message) => usage(stderr, &message),
+        };
     }
     let format =
         args.input_format
@@ -569,20 +582,42 @@ fn chosen_pipeline(args: &OptArgs) -> Result<Option<Pipeline>, PipelineChoiceErr
     }
     if let Some(features) = &args.target_features {
         pipeline.set_option("tessera-lower-to-llvm", "features", features);
-        // Register tiles follow the named features too.
-        let unit = if features.split(',').any(|f| f.trim() == "+avx512f") {
-            "avx512"
-        } else {
-            "avx2"
-        };
+    }
+    // Register tiles and cache sizes follow a named target's model, not the host's.
+    if let Some(model) = named_cpu_model(args)? {
+        let unit = if model.lanes >= 16 { "avx512" } else { "avx2" };
         pipeline.set_option("tessera-tile", "unit", unit);
-        // And the cache sizes: a named target's, not the host's.
-        let l2 = NAMED_TARGET_L2_BYTES.to_string();
+        let l2 = model.l2_bytes.to_string();
         pipeline.set_option("tessera-tile", "l2", &l2);
         pipeline.set_option("tessera-fuse", "l2", &l2);
         pipeline.set_option("tessera-lower-to-llvm", "l2", &l2);
     }
     Ok(Some(pipeline))
+}
+
+/// The model of the CPU `--target-cpu` and `--target-features` name (checked), or `None`
+/// where neither is given (the host's is the one then).
+fn named_cpu_model(args: &OptArgs) -> Result<Option<CpuModel>, String> {
+    let flags = [
+        ("--target-cpu", OptionKind::Cpu, &args.target_cpu),
+        (
+            "--target-features",
+            OptionKind::Features,
+            &args.target_features,
+        ),
+    ];
+    for (flag, kind, value) in flags {
+        if let Some(value) = value {
+            kind.check(flag, value)?;
+        }
+    }
+    if args.target_cpu.is_none() && args.target_features.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(CpuModel::named(
+        args.target_cpu.as_deref(),
+        args.target_features.as_deref(),
+    )))
 }
 
 /// The chunk `range` of `file` parsed as MLIR, errors located in the file.

@@ -4,6 +4,7 @@
 //! result in process (`runtime/`). Its C++ passes and LLVM back end are in `cxx/`.
 
 pub mod compile;
+pub mod cpu_model;
 pub mod llvm;
 pub mod outline;
 pub mod runtime;

@@ -39,15 +39,6 @@ impl VectorUnit {
         registers: 32,
     };
 
-    /// The host's.
-    pub fn host() -> VectorUnit {
-        #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx512f") {
-            return VectorUnit::AVX512;
-        }
-        VectorUnit::AVX2
-    }
-
     /// A matmul's accumulator tile (rows, columns): half the registers hold accumulators,
     /// two vectors wide (so that each broadcast of A feeds two FMAs), the rest hold the
     /// broadcasts and B's vectors. AVX2: 4x16 (8 accumulators); AVX-512: 8x32 (16), which
@@ -634,28 +625,6 @@ fn cap_filter_slab(tiles: &mut [i64], loops: &Loops, anchor_loops: &Loops, l2_by
             *tile = lane_aligned_divisor_at_most(extent, cap);
         }
     }
-}
-
-/// The L2 a target named by its features (`tessera-opt --target-features`) is sized for, so
-/// that what it compiles to does not depend on the host: 1 MiB (Skylake-SP and later Xeons,
-/// Zen 4).
-pub const NAMED_TARGET_L2_BYTES: u64 = 1 << 20;
-
-/// The L2 cache of the host's first core in bytes, from `/sys` (1 MiB where it does not say).
-pub fn host_l2_bytes() -> u64 {
-    std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index2/size")
-        .ok()
-        .and_then(|text| {
-            let text = text.trim();
-            let (digits, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit())?);
-            let scale = match unit {
-                "K" => 1 << 10,
-                "M" => 1 << 20,
-                _ => return None,
-            };
-            digits.parse::<u64>().ok().map(|n| n * scale)
-        })
-        .unwrap_or(NAMED_TARGET_L2_BYTES)
 }
 
 /// The least size of an operand (not a constant) that register tiles of matmuls and

@@ -6,9 +6,9 @@
 use crate::bench::measure::{time_calls, Budget};
 use std::time::Duration;
 use tessera::exec::signature::Signature;
+use tessera::mlir::cpu::cpu_model::CpuModel;
 use tessera::mlir::cpu::runtime::jit::{Jit, LlvmOptions};
 use tessera::mlir::cpu::runtime::memref::HostBuffer;
-use tessera::mlir::cpu::strategy::VectorUnit;
 use tessera::mlir::pipeline::runner::{run_pipeline, Instrumentation};
 use tessera::mlir::pipeline::stages::{Program, StageEnv};
 use tessera::mlir::pipeline::Pipeline;
@@ -37,7 +37,7 @@ const COPY_FLOATS: usize = 1 << 24;
 
 /// The host's vector width in f32 lanes (the vector unit the strategy sizes tiles for).
 pub fn lanes() -> usize {
-    VectorUnit::host().lanes as usize
+    CpuModel::host().lanes as usize
 }
 
 /// Measures both limits, each for about `time`.

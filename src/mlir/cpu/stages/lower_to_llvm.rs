@@ -11,10 +11,11 @@
 
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::walk;
+use crate::mlir::cpu::cpu_model::CpuModel;
 use crate::mlir::cpu::outline::outline_kernels;
 use crate::mlir::cpu::runtime::jit::THREADS_ATTRIBUTE;
 use crate::mlir::cpu::strategy::{
-    host_l2_bytes, prefetch_constant_min_bytes, prefetch_min_bytes, prefetch_spread_min_bytes,
+    prefetch_constant_min_bytes, prefetch_min_bytes, prefetch_spread_min_bytes,
 };
 use crate::mlir::pipeline::stages::{
     expect_mlir, run_upstream, stage_error, OptionKind, Program, Stage, StageEnv, StageOption,
@@ -123,7 +124,7 @@ impl Stage for LowerToLlvm {
             .choice("math", &["approximate", "libm"])
             .map_err(|e| stage_error(self.name(), e))?;
         let l2_bytes = options
-            .positive("l2", host_l2_bytes())
+            .positive("l2", CpuModel::host().l2_bytes as u64)
             .map_err(|e| stage_error(self.name(), e))? as i64;
         // The threads tessera-parallelize split loops over, if it did.
         let threads = module

@@ -13,10 +13,11 @@
 
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::{walk, WalkedOp};
+use crate::mlir::cpu::cpu_model::CpuModel;
 use crate::mlir::cpu::strategy::{
-    balance_threads, cache_order, choose, choose_vector, group_register_sizes, host_l2_bytes,
-    register_order, reuse_broadcast_rows, thread_chunks, transpose_blocks, VectorUnit, TILE_SIZES,
-    TRANSPOSE, VECTOR_SIZES,
+    balance_threads, cache_order, choose, choose_vector, group_register_sizes, register_order,
+    reuse_broadcast_rows, thread_chunks, transpose_blocks, VectorUnit, TILE_SIZES, TRANSPOSE,
+    VECTOR_SIZES,
 };
 use crate::mlir::pipeline::loop_nest::{loops, map_results, Loops, PARALLEL};
 use crate::mlir::pipeline::schedule::{
@@ -465,10 +466,10 @@ impl Stage for Tile {
         {
             Some("avx2") => VectorUnit::AVX2,
             Some(_) => VectorUnit::AVX512,
-            None => VectorUnit::host(),
+            None => CpuModel::host().vector_unit(),
         };
         let l2_bytes = options
-            .positive("l2", host_l2_bytes())
+            .positive("l2", CpuModel::host().l2_bytes as u64)
             .map_err(|e| stage_error(self.name(), e))? as i64;
         let threads = options
             .positive("threads", 1)

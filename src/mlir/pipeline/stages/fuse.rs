@@ -32,7 +32,8 @@
 
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::{walk, WalkedOp};
-use crate::mlir::cpu::strategy::{balance_threads, epilogue_tiles, host_l2_bytes};
+use crate::mlir::cpu::cpu_model::CpuModel;
+use crate::mlir::cpu::strategy::{balance_threads, epilogue_tiles};
 use crate::mlir::pipeline::loop_nest::{divisor_at_most, loops, reads_per_element, PARALLEL};
 use crate::mlir::pipeline::schedule::{
     apply_schedule, match_each, Author, SCHEDULE_HEAD, SCHEDULE_TAIL,
@@ -117,7 +118,7 @@ impl Stage for Fuse {
         options: &StageOptions,
     ) -> Result<Program<'c>, Vec<Diagnostic>> {
         let l2_bytes = options
-            .positive("l2", host_l2_bytes())
+            .positive("l2", CpuModel::host().l2_bytes as u64)
             .map_err(|e| stage_error(self.name(), e))? as i64;
         let threads = options
             .positive("threads", 1)
