@@ -512,12 +512,6 @@ fn chosen_pipeline(args: &OptArgs) -> Result<Option<Pipeline>, PipelineChoiceErr
             OptionKind::File,
             args.schedule.as_ref().map(|p| p.display().to_string()),
         ),
-        ("--target-cpu", OptionKind::Cpu, args.target_cpu.clone()),
-        (
-            "--target-features",
-            OptionKind::Features,
-            args.target_features.clone(),
-        ),
         ("--gpu-chip", OptionKind::GpuChip, args.gpu_chip.clone()),
     ];
     for (flag, kind, value) in flag_values {
@@ -525,6 +519,7 @@ fn chosen_pipeline(args: &OptArgs) -> Result<Option<Pipeline>, PipelineChoiceErr
             kind.check(flag, &value)?;
         }
     }
+    let named_model = named_cpu_model(args)?;
     let target = args.target.target();
     let for_other_target = match target {
         Target::Cpu => args.gpu_chip.as_ref().map(|_| "--gpu-chip"),
@@ -584,7 +579,7 @@ fn chosen_pipeline(args: &OptArgs) -> Result<Option<Pipeline>, PipelineChoiceErr
         pipeline.set_option("tessera-lower-to-llvm", "features", features);
     }
     // Register tiles and cache sizes follow a named target's model, not the host's.
-    if let Some(model) = named_cpu_model(args)? {
+    if let Some(model) = named_model {
         let unit = if model.lanes >= 16 { "avx512" } else { "avx2" };
         pipeline.set_option("tessera-tile", "unit", unit);
         let l2 = model.l2_bytes.to_string();

@@ -96,11 +96,12 @@ fn host_cpu_name() -> String {
 }
 
 /// LLVM's x86-64 CPUs that have AMX.
-const AMX_CPUS: [&str; 4] = [
+const AMX_CPUS: [&str; 5] = [
     "sapphirerapids",
     "emeraldrapids",
     "graniterapids",
     "graniterapids-d",
+    "graniterapids_d",
 ];
 
 /// The size in `/sys` notation (`48K`, `2048K`, `480M`) in bytes.
@@ -139,21 +140,27 @@ fn host_caches() -> [Option<i64>; 3] {
 }
 
 /// LLVM's x86-64 CPUs that have AVX-512 (`llc -mcpu=X -mattr=help`: `avx512f` among their
-/// own features).
-const AVX512_CPUS: [&str; 17] = [
+/// own features), aliases included (`x86_cpus.tsv`).
+const AVX512_CPUS: [&str; 23] = [
     "cannonlake",
     "cascadelake",
     "cooperlake",
     "emeraldrapids",
     "graniterapids",
     "graniterapids-d",
+    "graniterapids_d",
     "icelake-client",
+    "icelake_client",
     "icelake-server",
+    "icelake_server",
     "knl",
     "knm",
+    "mic_avx512",
     "rocketlake",
     "sapphirerapids",
+    "skx",
     "skylake-avx512",
+    "skylake_avx512",
     "tigerlake",
     "x86-64-v4",
     "znver4",
@@ -174,7 +181,9 @@ fn fma_of(cpu: &str, lanes: i64) -> (i64, i64) {
         "znver2" => (2, 5),
         "znver3" => (2, 4),
         "znver4" if wide => (1, 4),
-        "cannonlake" | "icelake-client" | "tigerlake" | "rocketlake" if wide => (1, 4),
+        "cannonlake" | "icelake-client" | "icelake_client" | "tigerlake" | "rocketlake" if wide => {
+            (1, 4)
+        }
         _ => (2, 4),
     }
 }
@@ -277,7 +286,7 @@ impl fmt::Display for CpuModel {
         let source = match self.source {
             ModelSource::Host => "this machine",
             ModelSource::Named => {
-                "named (--target-cpu/--target-features; caches of the named target)"
+                "named by --target-cpu/--target-features, a named target's caches"
             }
         };
         writeln!(f, "cpu: {} ({source})", self.cpu)?;
@@ -351,7 +360,7 @@ mod tests {
         assert_eq!(avx2.accumulators_in_flight(), 10);
         assert_eq!(
             avx2.to_string(),
-            "cpu: haswell (named (--target-cpu/--target-features; caches of the named target))\n\
+            "cpu: haswell (named by --target-cpu/--target-features, a named target's caches)\n\
              vector registers: 16 of 8 f32 lanes (256 bits)\n\
              FMA: 2 pipe(s), latency 5 cycles: 10 accumulators in flight, 32 f32 FLOPs per cycle per core\n\
              caches: L1d 32 KiB and L2 1 MiB per core, L3 32 MiB\n\

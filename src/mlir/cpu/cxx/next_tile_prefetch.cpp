@@ -386,10 +386,10 @@ struct PrefetchNextTiles
     prefetchRows(builder, read, *next);
   }
 
-  /// A panel row read (as in `prefetchPanel`: `layout`, a row of `columns` elements per step in
-  /// each of its `taps`) that each tile reads `R` times over: the tile is chosen by the loops the indices read
-  /// outside the outermost one inside them they do not read, and the loops they do not read
-  /// inside those make `R` passes over it (the output rows a convolution's tile of channels
+  /// A panel row read (as in `prefetchPanel`: `layout`, a row of `columns` elements per step
+  /// in each of its `taps`) that each tile reads `R` times over: the tile is chosen by the
+  /// loops the indices read outside the outermost one inside them they do not read, and the
+  /// loops they do not read inside those make `R` passes over it (the output rows a convolution's tile of channels
   /// serves; the row tiles of a matmul's panel of B, its tile chosen by the column tiles and
   /// the K block). Prefetches, into the L2, the next tile's panels (the innermost tile loop
   /// advanced, carrying into the outer ones), spread evenly over all `R` passes. Prefetched a
