@@ -42,8 +42,8 @@ extern "C" {
     fn tesseraRegisterKernelProfilePass();
     /// Registers `tessera-pad-constant-rows` (src/mlir/cpu/cxx/constant_row_padding.cpp).
     fn tesseraRegisterConstantRowPaddingPass();
-    /// Registers `tessera-pack-constant-panels` (src/mlir/cpu/cxx/constant_panel_packing.cpp).
-    fn tesseraRegisterConstantPanelPackingPass();
+    /// Registers `tessera-pack-panels` (src/mlir/cpu/cxx/panel_packing.cpp).
+    fn tesseraRegisterPanelPackingPass();
     /// Registers `tessera-tile-register-groups` (src/mlir/cpu/cxx/register_groups.cpp).
     fn tesseraRegisterRegisterGroupsPass();
     /// Registers `tessera-prefetch-next-tiles` (src/mlir/cpu/cxx/next_tile_prefetch.cpp).
@@ -106,7 +106,7 @@ impl MlirContext {
                 tesseraRegisterSubsetHoistingPass();
                 tesseraRegisterKernelProfilePass();
                 tesseraRegisterConstantRowPaddingPass();
-                tesseraRegisterConstantPanelPackingPass();
+                tesseraRegisterPanelPackingPass();
                 tesseraRegisterRegisterGroupsPass();
                 tesseraRegisterPrefetchNextTilesPass();
                 tesseraRegisterFormGpuKernelsPass();

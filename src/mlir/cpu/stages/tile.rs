@@ -5,9 +5,10 @@
 //! level; the strategy also orders each level's loops (`interchange`). Before that, long row
 //! reductions are split (`split_reduction`) so that they accumulate in vector lanes (see
 //! [`SPLIT_LANES`]) and register groups (a convolution, its fill and its fused epilogue) are
-//! tiled as one ([`TILE_GROUPS`]); after it, the constant weights register tiles read a few columns at a
-//! time are packed in panels of those columns ([`PACK_PANELS`]), and those still read row by
-//! row whose rows alias in the L1 get padded rows ([`PAD_ROWS`]). With `threads=N`, a matmul
+//! tiled as one ([`TILE_GROUPS`]); after it, the weights register tiles read a few columns at a
+//! time are packed in panels of those columns ([`PACK_PANELS`]: constants at compile time, a
+//! matmul's other B when the call runs where enough tiles read it), and constants still read
+//! row by row whose rows alias in the L1 get padded rows ([`PAD_ROWS`]). With `threads=N`, a matmul
 //! whose cache tiles run a reduction outermost is first cut into one run of columns per
 //! thread (`thread_chunks`). Precondition: linalg on tensors.
 
@@ -16,8 +17,8 @@ use crate::mlir::bridge::walk::{walk, WalkedOp};
 use crate::mlir::cpu::cpu_model::CpuModel;
 use crate::mlir::cpu::strategy::{
     balance_threads, cache_order, choose, choose_vector, group_register_sizes, register_order,
-    reuse_broadcast_rows, thread_chunks, transpose_blocks, VectorUnit, TILE_SIZES, TRANSPOSE,
-    VECTOR_SIZES,
+    reuse_broadcast_rows, thread_chunks, transpose_blocks, VectorUnit, MIN_PANEL_READERS,
+    TILE_SIZES, TRANSPOSE, VECTOR_SIZES,
 };
 use crate::mlir::pipeline::loop_nest::{loops, map_results, Loops, PARALLEL};
 use crate::mlir::pipeline::schedule::{
@@ -35,10 +36,11 @@ use std::fmt::Write;
 /// Tiling as a stage.
 pub struct Tile;
 
-/// Stores the constant weights register tiles of matmuls and convolutions read a few columns
-/// at a time as panels of those columns, one contiguous stream per tile
-/// (src/mlir/cpu/cxx/constant_panel_packing.cpp).
-const PACK_PANELS: &str = "tessera-pack-constant-panels";
+/// Stores the weights register tiles of matmuls and convolutions read a few columns at a time
+/// as panels of those columns, one contiguous stream per tile: constants at compile time, a
+/// matmul's B computed or passed in when the call runs, where [`MIN_PANEL_READERS`] register
+/// tiles of rows read each panel (src/mlir/cpu/cxx/panel_packing.cpp).
+const PACK_PANELS: &str = "tessera-pack-panels";
 
 /// Pads the rows of the constant weights convolutions and matmuls still stream row by row
 /// when rows a multiple of 512 bytes apart would share a few L1 sets
@@ -609,7 +611,12 @@ impl Stage for Tile {
             op.remove_attribute(MARKER);
         });
         if forced.is_none() {
-            run_upstream(env, &mut module, PACK_PANELS, self.name())?;
+            run_upstream(
+                env,
+                &mut module,
+                &format!("{PACK_PANELS}{{min-readers={MIN_PANEL_READERS}}}"),
+                self.name(),
+            )?;
             run_upstream(env, &mut module, PAD_ROWS, self.name())?;
         }
         Ok(Program::Mlir(module))

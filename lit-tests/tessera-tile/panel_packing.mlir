@@ -2,7 +2,7 @@
 // RUN: tessera-opt %s --pass-pipeline='builtin.module(tessera-tile{unit=avx2})' | mlir-opt > /dev/null
 // RUN: tessera-opt %s --pass-pipeline='builtin.module(tessera-tile{unit=avx2})' | mlir-opt --mlir-print-elementsattrs-with-hex-if-larger=100000 | FileCheck %s --check-prefix=ELEMENTS
 
-// tessera-tile ends with tessera-pack-constant-panels: a constant B with rows of at least
+// tessera-tile ends with tessera-pack-panels: a constant B with rows of at least
 // 256 bytes whose register tiles read 16 columns (AVX2's 4 x 16 tile) at multiples of 16 is
 // stored as panels of 16 columns, [512 / 16, K, 16] (flat, viewed as panels), and each tile
 // reads its row of its panel.
@@ -39,7 +39,8 @@ func.func @straddling(%a: tensor<8x2xf32>, %c: tensor<8x512xf32>) -> tensor<8x51
 }
 
 // Rows shorter than 256 bytes (32 columns), columns that are one panel already (16) and
-// arguments stay as they are.
+// an argument whose panels only two register tiles of 4 rows would read (8 rows) stay as they
+// are.
 // CHECK-LABEL: func.func @short_rows_one_panel_and_argument
 // CHECK-NOT: tensor.expand_shape
 // CHECK: return
@@ -59,4 +60,38 @@ func.func @rows_of_256_bytes(%a: tensor<8x4xf32>, %e: tensor<8x64xf32>) -> tenso
   %s = arith.constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0, 21.0, 22.0, 23.0, 24.0, 25.0, 26.0, 27.0, 28.0, 29.0, 30.0, 31.0, 32.0, 33.0, 34.0, 35.0, 36.0, 37.0, 38.0, 39.0, 40.0, 41.0, 42.0, 43.0, 44.0, 45.0, 46.0, 47.0, 48.0, 49.0, 50.0, 51.0, 52.0, 53.0, 54.0, 55.0, 56.0, 57.0, 58.0, 59.0, 60.0, 61.0, 62.0, 63.0], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0, 21.0, 22.0, 23.0, 24.0, 25.0, 26.0, 27.0, 28.0, 29.0, 30.0, 31.0, 32.0, 33.0, 34.0, 35.0, 36.0, 37.0, 38.0, 39.0, 40.0, 41.0, 42.0, 43.0, 44.0, 45.0, 46.0, 47.0, 48.0, 49.0, 50.0, 51.0, 52.0, 53.0, 54.0, 55.0, 56.0, 57.0, 58.0, 59.0, 60.0, 61.0, 62.0, 63.0, 64.0], [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0, 21.0, 22.0, 23.0, 24.0, 25.0, 26.0, 27.0, 28.0, 29.0, 30.0, 31.0, 32.0, 33.0, 34.0, 35.0, 36.0, 37.0, 38.0, 39.0, 40.0, 41.0, 42.0, 43.0, 44.0, 45.0, 46.0, 47.0, 48.0, 49.0, 50.0, 51.0, 52.0, 53.0, 54.0, 55.0, 56.0, 57.0, 58.0, 59.0, 60.0, 61.0, 62.0, 63.0, 64.0, 65.0], [3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0, 21.0, 22.0, 23.0, 24.0, 25.0, 26.0, 27.0, 28.0, 29.0, 30.0, 31.0, 32.0, 33.0, 34.0, 35.0, 36.0, 37.0, 38.0, 39.0, 40.0, 41.0, 42.0, 43.0, 44.0, 45.0, 46.0, 47.0, 48.0, 49.0, 50.0, 51.0, 52.0, 53.0, 54.0, 55.0, 56.0, 57.0, 58.0, 59.0, 60.0, 61.0, 62.0, 63.0, 64.0, 65.0, 66.0]]> : tensor<4x64xf32>
   %t = linalg.matmul ins(%a, %s : tensor<8x4xf32>, tensor<4x64xf32>) outs(%e : tensor<8x64xf32>) -> tensor<8x64xf32>
   return %t : tensor<8x64xf32>
+}
+
+// A B that is not a constant, read by 16 register tiles of 4 rows (64 rows; 8 are enough), is
+// copied into panels of 16 columns when the call runs, before the matmul's tiles: row by row,
+// each row's 16-column pieces into their panels; each tile reads its row of its panel.
+// CHECK-LABEL: func.func @runtime_panels(
+// CHECK-SAME: %[[A:[^:]*]]: tensor<64x4xf32>, %[[W:[^:]*]]: tensor<4x512xf32>
+// CHECK: %[[EMPTY:.*]] = tensor.empty() : tensor<32x4x16xf32>
+// CHECK: %[[PANELS:.*]] = scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[OUTER:.*]] = %[[EMPTY]])
+// CHECK: scf.for %[[PANEL:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[INNER:.*]] = %[[OUTER]])
+// CHECK: %[[COLUMN:.*]] = arith.muli %[[PANEL]], %{{.*}} : index
+// CHECK: %[[PIECE:.*]] = vector.transfer_read %[[W]][%[[ROW]], %[[COLUMN]]], %{{.*}} {in_bounds = [true]} : tensor<4x512xf32>, vector<16xf32>
+// CHECK: vector.transfer_write %[[PIECE]], %[[INNER]][%[[PANEL]], %[[ROW]], %{{.*}}] {in_bounds = [true]} : vector<16xf32>, tensor<32x4x16xf32>
+// CHECK: %[[TILE:.*]] = tensor.extract_slice %[[PANELS]][%{{.*}}, %{{.*}}, 0] [1, 1, 16] [1, 1, 1] : tensor<32x4x16xf32> to tensor<1x16xf32>
+// CHECK: linalg.matmul {tessera.vectorize} ins(%{{.*}}, %[[TILE]] : tensor<4x1xf32>, tensor<1x16xf32>)
+func.func @runtime_panels(%a: tensor<64x4xf32>, %w: tensor<4x512xf32>, %c: tensor<64x512xf32>) -> tensor<64x512xf32> {
+  %y = linalg.matmul ins(%a, %w : tensor<64x4xf32>, tensor<4x512xf32>) outs(%c : tensor<64x512xf32>) -> tensor<64x512xf32>
+  return %y : tensor<64x512xf32>
+}
+
+// A B computed inside a loop would be packed at every iteration: it stays as it is.
+// CHECK-LABEL: func.func @computed_in_a_loop
+// CHECK-NOT: vector.transfer_read
+// CHECK: return
+func.func @computed_in_a_loop(%a: tensor<64x4xf32>, %w: tensor<4x512xf32>, %c: tensor<64x512xf32>) -> tensor<64x512xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %r = scf.for %i = %c0 to %c2 step %c1 iter_args(%acc = %c) -> (tensor<64x512xf32>) {
+    %b = linalg.copy ins(%w : tensor<4x512xf32>) outs(%w : tensor<4x512xf32>) -> tensor<4x512xf32>
+    %y = linalg.matmul ins(%a, %b : tensor<64x4xf32>, tensor<4x512xf32>) outs(%acc : tensor<64x512xf32>) -> tensor<64x512xf32>
+    scf.yield %y : tensor<64x512xf32>
+  }
+  return %r : tensor<64x512xf32>
 }

@@ -1,13 +1,16 @@
-//! `tessera-pack-constant-panels`: the constant weights a register tile of a matmul or
-//! convolution reads a few columns at a time (B's `[K, N]`, a filter's `[KH, KW, C, F]`, read
-//! `P` columns of the last dimension per step, P being the register tile's width) are stored
-//! as panels, `[N / P, K, P]` (`[F / P, KH, KW, C, P]`), at compile time, and each register
-//! tile reads its `P` columns from its panel. Unpacked, every step of a tile's reduction read
-//! one row of the weights, a whole row apart: the encoder layer's 768 x 3072 B, rows 12 KB
-//! apart, touched a new 4 KB page at every step (more pages than the L1 TLB holds, and no
-//! prefetch across pages); packed, a tile's steps read one contiguous stream. This is what
-//! ONNX Runtime's and oneDNN's GEMMs do to constant B once, when a session starts. Runs after
-//! `tessera-tile`'s tiling: a register tile's columns are at offsets the tile loops make
+//! `tessera-pack-panels`: the weights a register tile of a matmul or convolution reads a few
+//! columns at a time (B's `[K, N]`, a filter's `[KH, KW, C, F]`, read `P` columns of the last
+//! dimension per step, P being the register tile's width) are stored as panels, `[N / P, K, P]`
+//! (`[F / P, KH, KW, C, P]`), and each register tile reads its `P` columns from its panel.
+//! Unpacked, every step of a tile's reduction read one row of the weights, a whole row apart:
+//! the encoder layer's 768 x 3072 B, rows 12 KB apart, touched a new 4 KB page at every step
+//! (more pages than the L1 TLB holds, and no prefetch across pages); packed, a tile's steps read
+//! one contiguous stream. A constant is packed at compile time (what ONNX Runtime's and oneDNN's
+//! GEMMs do to constant B once, when a session starts). A matmul's B that is computed or passed
+//! in is packed when the call runs, by a loop that copies it row by row into its panels before
+//! the matmul's tiles, where its panels serve enough register tiles of rows to repay the copy
+//! (`min-readers`, which the strategy sets: `MIN_PANEL_READERS` in strategy.rs). Runs
+//! after `tessera-tile`'s tiling: a register tile's columns are at offsets the tile loops make
 //! multiples of `P` (checked: loop bounds and steps, sums and products of them), so each tile
 //! is one slice of one panel. Registered with MLIR from here (the FFI boundary; called from
 //! `src/mlir/bridge/context.rs`).
@@ -16,7 +19,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -31,6 +36,7 @@ namespace {
 
 /// The attribute `tessera-tile` puts on register tiles.
 constexpr llvm::StringLiteral kRegisterTile = "tessera.vectorize";
+
 
 /// Rows shorter than this stay as they are: 64 floats, two register tiles of 32 lanes. Rows
 /// of a few hundred bytes already pay: a model's filters come from memory at every call
@@ -105,9 +111,13 @@ bool isMultiple(mlir::Value value, int64_t factor, int depth) {
   return false;
 }
 
-/// A register tile's weights traced to their constant: the constant, and the tile's offset
-/// in it along each dimension (the offsets of every slice between them, summed).
+/// A register tile's weights traced to their source: the whole tensor they are a slice of
+/// (a constant, or a value computed or passed in), and the tile's offset in it along each
+/// dimension (the offsets of every slice between them, summed).
 struct Trace {
+  /// The whole weights.
+  mlir::Value source;
+  /// The constant that defines them, if one does.
   mlir::arith::ConstantOp constant;
   /// Per dimension, the offsets to add.
   llvm::SmallVector<llvm::SmallVector<mlir::OpFoldResult>> offsets;
@@ -115,8 +125,8 @@ struct Trace {
   llvm::SmallVector<mlir::tensor::ExtractSliceOp> slices;
 };
 
-/// The constant `value` is a slice of, through unit-stride slices of its rank; nothing when it
-/// is not one.
+/// The tensor `value` is a slice of, through unit-stride slices of its rank; nothing when it
+/// is no slice.
 std::optional<Trace> trace(mlir::Value value) {
   auto type = llvm::dyn_cast<mlir::RankedTensorType>(value.getType());
   if (!type)
@@ -133,8 +143,9 @@ std::optional<Trace> trace(mlir::Value value) {
     found.slices.push_back(slice);
     value = slice.getSource();
   }
+  found.source = value;
   found.constant = value.getDefiningOp<mlir::arith::ConstantOp>();
-  if (!found.constant || found.slices.empty())
+  if (found.slices.empty())
     return std::nullopt;
   return found;
 }
@@ -161,13 +172,49 @@ mlir::DenseElementsAttr panels(mlir::DenseElementsAttr elements, int64_t width) 
       mlir::RankedTensorType::get(shape, type.getElementType()), packed);
 }
 
-/// The width of the panels `found`'s tile (`tile`, its slice) can read, when packing pays
-/// and holds: the tile's columns, a proper divisor of the constant's, at a multiple of them.
-std::optional<int64_t> panelWidth(Trace &found, mlir::tensor::ExtractSliceOp tile) {
-  auto elements = llvm::dyn_cast<mlir::DenseElementsAttr>(found.constant.getValue());
-  if (!elements || elements.isSplat())
+/// Whether `value` is defined in a function's body itself, outside every loop (an argument or
+/// an op directly in it): packed there, it is packed once per call.
+bool definedOutsideLoops(mlir::Value value) {
+  mlir::Block *block = nullptr;
+  if (mlir::Operation *def = value.getDefiningOp())
+    block = def->getBlock();
+  else
+    block = llvm::cast<mlir::BlockArgument>(value).getOwner();
+  return block && llvm::isa_and_nonnull<mlir::func::FuncOp>(block->getParentOp());
+}
+
+/// Whether matmul tile `op`'s A, traced to the whole tensor it is a slice of, has at least
+/// `readers` times the tile's rows: each panel of B is then read by that many tiles.
+bool servesRows(mlir::Operation *op, int64_t readers) {
+  auto rows = [](mlir::Value value) -> int64_t {
+    auto type = llvm::dyn_cast<mlir::RankedTensorType>(value.getType());
+    return type && type.hasStaticShape() && type.getRank() == 2 ? type.getShape()[0] : 0;
+  };
+  mlir::Value a = op->getOperand(0);
+  int64_t tileRows = rows(a);
+  while (auto slice = a.getDefiningOp<mlir::tensor::ExtractSliceOp>())
+    a = slice.getSource();
+  return tileRows > 0 && rows(a) >= readers * tileRows;
+}
+
+/// The width of the panels `found`'s tile (`tile`, its slice, read by `op`) can read, when
+/// packing pays and holds: the tile's columns, a proper divisor of the weights', at a multiple
+/// of them, in rows long enough ([`kMinRowBytes`]). A constant is packed at compile time;
+/// another tensor when the call runs, where it is a matmul's B defined outside every loop
+/// (packed once per call) and the matmul's A has at least `minReaders` times the tile's rows.
+std::optional<int64_t> panelWidth(Trace &found, mlir::tensor::ExtractSliceOp tile,
+                                  mlir::Operation *op, int64_t minReaders) {
+  auto type = llvm::dyn_cast<mlir::RankedTensorType>(found.source.getType());
+  if (!type)
     return std::nullopt;
-  auto type = llvm::cast<mlir::RankedTensorType>(elements.getType());
+  if (found.constant) {
+    auto elements = llvm::dyn_cast<mlir::DenseElementsAttr>(found.constant.getValue());
+    if (!elements || elements.isSplat())
+      return std::nullopt;
+  } else if (!llvm::isa<mlir::linalg::MatmulOp>(op) || minReaders <= 0 || type.getRank() != 2 ||
+             !definedOutsideLoops(found.source) || !servesRows(op, minReaders)) {
+    return std::nullopt;
+  }
   mlir::Type element = type.getElementType();
   if (!type.hasStaticShape() || type.getRank() < 2 || !element.isIntOrFloat() ||
       element.getIntOrFloatBitWidth() % 8 != 0 || !tile.getType().hasStaticShape())
@@ -183,6 +230,73 @@ std::optional<int64_t> panelWidth(Trace &found, mlir::tensor::ExtractSliceOp til
   return width;
 }
 
+/// The elements of constant `constant` (`[d0, ..., L]`) stored flat as panels of `width`
+/// columns and viewed as `[L / width, d0, ..., width]`. Stored flat: LLVM builds one constant
+/// array per innermost row of a global, and rows of P elements made hundreds of thousands of
+/// them (ResNet50's filters: its compile 12 -> 28 s).
+mlir::Value constantPanels(mlir::arith::ConstantOp constant, int64_t width) {
+  mlir::OpBuilder builder(constant);
+  mlir::Location loc = constant.getLoc();
+  auto elements = llvm::cast<mlir::DenseElementsAttr>(constant.getValue());
+  mlir::DenseElementsAttr packedElements = panels(elements, width);
+  auto packedType = llvm::cast<mlir::RankedTensorType>(packedElements.getType());
+  auto flatType =
+      mlir::RankedTensorType::get({packedType.getNumElements()}, packedType.getElementType());
+  auto flat = builder.create<mlir::arith::ConstantOp>(loc, packedElements.reshape(flatType));
+  llvm::SmallVector<mlir::ReassociationIndices> all(1);
+  for (int64_t dim = 0; dim < packedType.getRank(); ++dim)
+    all.front().push_back(dim);
+  return builder.create<mlir::tensor::ExpandShapeOp>(loc, packedType, flat, all);
+}
+
+/// Matrix `source` (`[K, N]`) copied into panels of `width` columns, `[N / width, K, width]`,
+/// by loops placed where it is defined: row by row (each row read once, contiguous), each
+/// row's `width`-column pieces as vectors into their panels.
+mlir::Value runtimePanels(mlir::Value source, int64_t width) {
+  auto type = llvm::cast<mlir::RankedTensorType>(source.getType());
+  int64_t rows = type.getShape()[0];
+  int64_t count = type.getShape()[1] / width;
+  mlir::OpBuilder builder(source.getContext());
+  if (mlir::Operation *def = source.getDefiningOp())
+    builder.setInsertionPointAfter(def);
+  else
+    builder.setInsertionPointToStart(llvm::cast<mlir::BlockArgument>(source).getOwner());
+  mlir::Location loc = source.getLoc();
+  mlir::Type element = type.getElementType();
+  auto vectorType = mlir::VectorType::get({width}, element);
+  auto index = [&](int64_t value) {
+    return builder.create<mlir::arith::ConstantIndexOp>(loc, value).getResult();
+  };
+  mlir::Value zero = index(0), one = index(1), step = index(width), panels = index(count);
+  mlir::Value padding = builder.create<mlir::arith::ConstantOp>(loc, builder.getZeroAttr(element));
+  mlir::Value empty =
+      builder.create<mlir::tensor::EmptyOp>(loc, llvm::ArrayRef<int64_t>{count, rows, width}, element);
+  const bool whole[] = {true};
+  llvm::ArrayRef<bool> inBounds(whole);
+  auto overRows = builder.create<mlir::scf::ForOp>(
+      loc, zero, index(rows), one, mlir::ValueRange{empty},
+      [&](mlir::OpBuilder &rowBuilder, mlir::Location rowLoc, mlir::Value row,
+          mlir::ValueRange rowCarried) {
+        auto overPanels = rowBuilder.create<mlir::scf::ForOp>(
+            rowLoc, zero, panels, one, rowCarried,
+            [&](mlir::OpBuilder &inner, mlir::Location innerLoc, mlir::Value panel,
+                mlir::ValueRange carried) {
+              mlir::Value column = inner.create<mlir::arith::MulIOp>(innerLoc, panel, step);
+              mlir::Value piece = inner.create<mlir::vector::TransferReadOp>(
+                  innerLoc, vectorType, source, mlir::ValueRange{row, column}, padding,
+                  inBounds);
+              mlir::Value written = inner
+                                        .create<mlir::vector::TransferWriteOp>(
+                                            innerLoc, piece, carried.front(),
+                                            mlir::ValueRange{panel, row, zero}, inBounds)
+                                        .getResult();
+              inner.create<mlir::scf::YieldOp>(innerLoc, written);
+            });
+        rowBuilder.create<mlir::scf::YieldOp>(rowLoc, overPanels.getResults());
+      });
+  return overRows.getResult(0);
+}
+
 /// `terms` summed, divided by `divisor`, folded where they are constant.
 mlir::OpFoldResult sum(mlir::OpBuilder &builder, mlir::Location loc,
                        llvm::ArrayRef<mlir::OpFoldResult> terms, int64_t divisor) {
@@ -195,21 +309,31 @@ mlir::OpFoldResult sum(mlir::OpBuilder &builder, mlir::Location loc,
   return mlir::affine::makeComposedFoldedAffineApply(builder, loc, map, terms);
 }
 
-struct ConstantPanelPacking
-    : public mlir::PassWrapper<ConstantPanelPacking, mlir::OperationPass<>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ConstantPanelPacking)
+struct PanelPacking : public mlir::PassWrapper<PanelPacking, mlir::OperationPass<>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(PanelPacking)
 
-  llvm::StringRef getArgument() const final { return "tessera-pack-constant-panels"; }
+  PanelPacking() = default;
+  PanelPacking(const PanelPacking &other) : PassWrapper(other) {}
+
+  Option<int64_t> minReaders{
+      *this, "min-readers",
+      llvm::cl::desc("the fewest register tiles of rows that must read each panel of a matmul's "
+                     "B that is not a constant for it to be packed when the call runs (0: never)"),
+      llvm::cl::init(0)};
+
+  llvm::StringRef getArgument() const final { return "tessera-pack-panels"; }
 
   llvm::StringRef getDescription() const final {
-    return "Store the constant weights that register tiles of matmuls and convolutions read a "
-           "few columns at a time as panels of those columns, and read each tile from its "
-           "panel (one contiguous stream per tile)";
+    return "Store the weights that register tiles of matmuls and convolutions read a few "
+           "columns at a time as panels of those columns (constants at compile time, a "
+           "matmul's other B when the call runs, where min-readers tiles read each panel), and read each tile from its panel "
+           "(one contiguous stream per tile)";
   }
 
   void getDependentDialects(mlir::DialectRegistry &registry) const override {
     registry.insert<mlir::tensor::TensorDialect, mlir::arith::ArithDialect,
-                    mlir::affine::AffineDialect>();
+                    mlir::affine::AffineDialect, mlir::scf::SCFDialect,
+                    mlir::vector::VectorDialect>();
   }
 
   void runOnOperation() override {
@@ -219,33 +343,18 @@ struct ConstantPanelPacking
           op->hasAttr(kRegisterTile))
         tiles.push_back(op);
     });
-    llvm::DenseMap<std::pair<mlir::Operation *, int64_t>, mlir::Value> packed;
+    llvm::DenseMap<std::pair<mlir::Value, int64_t>, mlir::Value> packed;
     llvm::SmallVector<mlir::Operation *> replaced;
     for (mlir::Operation *op : tiles) {
       auto tile = op->getOperand(1).getDefiningOp<mlir::tensor::ExtractSliceOp>();
       std::optional<Trace> found = tile ? trace(tile.getResult()) : std::nullopt;
-      std::optional<int64_t> width = found ? panelWidth(*found, tile) : std::nullopt;
+      std::optional<int64_t> width = found ? panelWidth(*found, tile, op, minReaders) : std::nullopt;
       if (!width)
         continue;
-      mlir::Value &panelled = packed[{found->constant, *width}];
-      if (!panelled) {
-        mlir::OpBuilder builder(found->constant);
-        auto elements = llvm::cast<mlir::DenseElementsAttr>(found->constant.getValue());
-        mlir::DenseElementsAttr packedElements = panels(elements, *width);
-        auto packedType = llvm::cast<mlir::RankedTensorType>(packedElements.getType());
-        // Stored flat and viewed in panels: LLVM builds one constant array per innermost
-        // row of a global, and rows of P elements made hundreds of thousands of them
-        // (ResNet50's filters: its compile 12 -> 28 s).
-        auto flatType = mlir::RankedTensorType::get({packedType.getNumElements()},
-                                                    packedType.getElementType());
-        auto flat = builder.create<mlir::arith::ConstantOp>(
-            found->constant.getLoc(), packedElements.reshape(flatType));
-        llvm::SmallVector<mlir::ReassociationIndices> all(1);
-        for (int64_t dim = 0; dim < packedType.getRank(); ++dim)
-          all.front().push_back(dim);
-        panelled = builder.create<mlir::tensor::ExpandShapeOp>(found->constant.getLoc(),
-                                                               packedType, flat, all);
-      }
+      mlir::Value &panelled = packed[{found->source, *width}];
+      if (!panelled)
+        panelled = found->constant ? constantPanels(found->constant, *width)
+                                   : runtimePanels(found->source, *width);
       mlir::OpBuilder builder(tile);
       mlir::Location loc = tile.getLoc();
       int64_t rank = tile.getType().getRank();
@@ -265,7 +374,7 @@ struct ConstantPanelPacking
       for (mlir::tensor::ExtractSliceOp slice : found->slices)
         if (!llvm::is_contained(replaced, slice.getOperation()))
           replaced.push_back(slice);
-      if (!llvm::is_contained(replaced, found->constant.getOperation()))
+      if (found->constant && !llvm::is_contained(replaced, found->constant.getOperation()))
         replaced.push_back(found->constant);
     }
     // The slices and constants no tile reads any more (a chain shared by several tiles
@@ -284,6 +393,6 @@ struct ConstantPanelPacking
 
 } // namespace
 
-extern "C" void tesseraRegisterConstantPanelPackingPass() {
-  mlir::PassRegistration<ConstantPanelPacking>();
+extern "C" void tesseraRegisterPanelPackingPass() {
+  mlir::PassRegistration<PanelPacking>();
 }
