@@ -369,6 +369,28 @@ mod tests {
     }
 
     #[test]
+    fn the_matmul_tile_holds_the_accumulators_every_fma_pipe_needs() {
+        for cpu in [
+            "haswell",
+            "znver3",
+            "skylake-avx512",
+            "icelake-client",
+            "sapphirerapids",
+            "znver4",
+            "znver5",
+        ] {
+            let model = CpuModel::named(Some(cpu), None);
+            let (rows, columns) = model.vector_unit().matmul_tile();
+            let accumulators = rows * columns / model.lanes;
+            assert!(accumulators >= model.accumulators_in_flight(), "{cpu}");
+            assert!(
+                accumulators + columns / model.lanes < model.registers,
+                "{cpu}"
+            );
+        }
+    }
+
+    #[test]
     fn the_host_model_is_read_from_the_machine() {
         let host = CpuModel::host();
         assert_eq!(host.source, ModelSource::Host);

@@ -8,16 +8,17 @@
 //! stay static (vectorizable, no remainder loops). Cache tiles: 16 rows by 64 columns of the
 //! parallel loops (columns in multiples of 8 where the extent is one); matmul also blocks K
 //! by 256, takes its rows whole where A or the output fits the L2, and orders its loops so
-//! that each block of B serves all rows (`cache_order`, `register_order`). Register tiles: one row of 16 lanes for elementwise ops, whole rows for
-//! reductions, for matmul an outer-product accumulator tile with K stepped by 1 sized for the
-//! host's vector registers (4x16 with AVX2's 16 registers of 8 lanes, 8x32 with AVX-512's 32
-//! of 16), and the same tile of output pixels by output channels for a convolution, its input
-//! channels stepped by 1. Along the vector lanes a power of two is preferred where it fills half a register
+//! that each block of B serves all rows (`cache_order`, `register_order`). Register tiles: one
+//! row of 16 lanes for elementwise ops, whole rows for reductions, for matmul an outer-product
+//! accumulator tile with K stepped by 1 sized for the target's vector registers (two registers
+//! wide, up to 6 rows with AVX2's 16 registers of 8 lanes and 14 with AVX-512's 32 of 16, the
+//! rows dividing the cache tile's: `matmul_rows`), and the same kind of tile of output pixels
+//! by output channels for a convolution, its input channels stepped by 1. Along the vector lanes a power of two is preferred where it fills half a register
 //! or takes no more register operations (`register_width`). Tuning lives here and only here.
 
 use crate::mlir::pipeline::loop_nest::{divisor_at_most, Loops};
 
-/// The vector unit register tiles are sized for.
+/// The vector unit register tiles are sized for (from the target model: `CpuModel`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VectorUnit {
     /// f32 lanes per vector register.
@@ -39,14 +40,32 @@ impl VectorUnit {
         registers: 32,
     };
 
-    /// A matmul's accumulator tile (rows, columns): half the registers hold accumulators,
-    /// two vectors wide (so that each broadcast of A feeds two FMAs), the rest hold the
-    /// broadcasts and B's vectors. AVX2: 4x16 (8 accumulators); AVX-512: 8x32 (16), which
-    /// took W3 (matmul 1024^3) from 38 to 98 GFLOP/s on an AVX-512 core.
+    /// A matmul's accumulator tile, (most rows, columns): two registers wide, so that each
+    /// broadcast of A feeds two FMAs, with as many rows as the registers hold beside B's two
+    /// vectors and one broadcast: AVX2 6 rows (12 accumulators), AVX-512 14 (28). That is at
+    /// least the accumulators every FMA pipe needs in flight on every CPU the target model
+    /// knows (`CpuModel::accumulators_in_flight`: 10 on Haswell, 8 on Sapphire Rapids and
+    /// Zen 5), so the tile can keep the pipes busy where the rows divide its cache tile's
+    /// ([`matmul_rows`]). Rows of 4 with AVX2 and 8 with AVX-512 were the fixed choice before
+    /// (W3 from 38 to 98 GFLOP/s on an AVX-512 core with one FMA pipe, against one row); more
+    /// rows load B's vectors once for more FMAs, as the 14-pixel tiles of 1x1 convolutions
+    /// did (`convolution_tile`).
     pub fn matmul_tile(&self) -> (i64, i64) {
-        let columns = 2 * self.lanes;
-        (self.registers / 2 / 2, columns)
+        let column_registers = 2;
+        let rows = (self.registers - column_registers - 1) / column_registers;
+        (rows, column_registers * self.lanes)
     }
+}
+
+/// The rows of a matmul's register tile within a cache tile (or untiled extent) of `span`
+/// rows, for `unit`: the most that divide `span`, at most the tile's
+/// ([`VectorUnit::matmul_tile`]). With AVX-512, 16 rows take 8 (16 accumulators), 12 take 12
+/// and 14 take 14; with AVX2, 12 rows take 6 (12 accumulators: both pipes busy on Haswell)
+/// and 16 take 4 (8 accumulators, no divisor of 16 between 5 and 6: its FMA pipes wait a fifth
+/// of the time; cache tiles of rows in multiples of 6 where the rows allow are the next step).
+pub fn matmul_rows(span: i64, unit: VectorUnit) -> i64 {
+    let (most, _) = unit.matmul_tile();
+    divisor_at_most(span, most)
 }
 
 /// The cache-level sizes the strategy writes and `tessera-tile` reads.
@@ -210,7 +229,7 @@ const MAX_UNROLLED_TAPS: i64 = 16;
 /// Register-level sizes within cache tiles of `cache` sizes: each divides its cache tile (or
 /// the extent, for untiled loops).
 pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64], unit: VectorUnit) -> Vec<i64> {
-    let (tile_rows, tile_columns) = unit.matmul_tile();
+    let (_, tile_columns) = unit.matmul_tile();
     if name == FILL {
         return vec![0; loops.0.len()];
     }
@@ -278,7 +297,7 @@ pub fn choose_vector(name: &str, loops: &Loops, cache: &[i64], unit: VectorUnit)
                 // Matmul: the unit's accumulator tile, K stepped by one (outer products).
                 (true, true) => 1,
                 (true, false) if Some(i) == last_parallel => lanes(tile_columns),
-                (true, false) if Some(i + 1) == last_parallel => width(tile_rows),
+                (true, false) if Some(i + 1) == last_parallel => matmul_rows(span, unit),
                 // Reductions: one row at a time, 64 lanes along the innermost reduction, or
                 // along the innermost loop when it is parallel. Along a row the 64 lanes are
                 // reduced as a tree (4 registers combined, then one horizontal reduction);
@@ -928,8 +947,14 @@ mod tests {
 
     #[test]
     fn matmul_tiles_fit_the_vector_registers() {
-        assert_eq!(VectorUnit::AVX2.matmul_tile(), (4, 16));
-        assert_eq!(VectorUnit::AVX512.matmul_tile(), (8, 32));
+        assert_eq!(VectorUnit::AVX2.matmul_tile(), (6, 16));
+        assert_eq!(VectorUnit::AVX512.matmul_tile(), (14, 32));
+        assert_eq!(matmul_rows(16, VectorUnit::AVX512), 8);
+        assert_eq!(matmul_rows(12, VectorUnit::AVX512), 12);
+        assert_eq!(matmul_rows(14, VectorUnit::AVX512), 14);
+        assert_eq!(matmul_rows(12, VectorUnit::AVX2), 6);
+        assert_eq!(matmul_rows(16, VectorUnit::AVX2), 4);
+        assert_eq!(matmul_rows(7, VectorUnit::AVX2), 1);
         let loops = Loops(vec![(1024, false), (1024, false), (1024, true)]);
         let cache = choose("linalg.matmul", &loops, L2);
         assert_eq!(
