@@ -8,7 +8,7 @@
 //! one contiguous stream. A constant is packed at compile time (what ONNX Runtime's and oneDNN's
 //! GEMMs do to constant B once, when a session starts). A matmul's B that is computed or passed
 //! in is packed when the call runs, by a loop that copies it row by row into its panels before
-//! the matmul's tiles, where its panels serve enough register tiles of rows to repay the copy
+//! the matmul's tiles (its rows marked parallel), where its panels serve enough register tiles of rows to repay the copy
 //! (`min-readers`, which the strategy sets: `MIN_PANEL_READERS` in strategy.rs). Runs
 //! after `tessera-tile`'s tiling: a register tile's columns are at offsets the tile loops make
 //! multiples of `P` (checked: loop bounds and steps, sums and products of them), so each tile
@@ -46,6 +46,10 @@ constexpr llvm::StringLiteral kRegisterTile = "tessera.vectorize";
 /// convolutions 1.48 -> 1.34 ms each, 1x1 ones 0.76 -> 0.66 ms; `tessera-run --profile`,
 /// alternating runs, Sapphire Rapids) at 5% more compile time.
 constexpr int64_t kMinRowBytes = 256;
+
+/// The attribute that marks a loop over independent iterations, which `tessera-parallelize`
+/// may run on several threads (`PARALLEL` in src/mlir/pipeline/loop_nest.rs).
+constexpr llvm::StringLiteral kParallel = "tessera.parallel";
 
 /// How deep the divisibility proof follows definitions.
 constexpr int kMaxDepth = 16;
@@ -294,6 +298,9 @@ mlir::Value runtimePanels(mlir::Value source, int64_t width) {
             });
         rowBuilder.create<mlir::scf::YieldOp>(rowLoc, overPanels.getResults());
       });
+  // Its rows are independent: `tessera-parallelize` may split them among threads (a copy of
+  // B on one thread while the matmul runs on two took 0.5 ms of W2's 4.3).
+  overRows->setAttr(kParallel, builder.getUnitAttr());
   return overRows.getResult(0);
 }
 
