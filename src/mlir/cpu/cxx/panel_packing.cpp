@@ -8,11 +8,11 @@
 //! one contiguous stream. A constant is packed at compile time (what ONNX Runtime's and oneDNN's
 //! GEMMs do to constant B once, when a session starts). A matmul's B that is computed or passed
 //! in is packed when the call runs, by a loop that copies it row by row into its panels before
-//! the matmul's tiles (its rows marked parallel), where its panels serve enough register tiles of rows to repay the copy
-//! (`min-readers`, which the strategy sets: `MIN_PANEL_READERS` in strategy.rs). Runs
-//! after `tessera-tile`'s tiling: a register tile's columns are at offsets the tile loops make
-//! multiples of `P` (checked: loop bounds and steps, sums and products of them), so each tile
-//! is one slice of one panel. Registered with MLIR from here (the FFI boundary; called from
+//! the matmul's tiles (its rows marked parallel), where its panels serve enough register tiles
+//! of rows to repay the copy (`min-readers`, which the strategy sets: `MIN_PANEL_READERS` in
+//! strategy.rs). Runs after `tessera-tile`'s tiling: a register tile's columns are at offsets
+//! the tile loops make multiples of `P` (checked: loop bounds and steps, sums and products of
+//! them), so each tile is one slice of one panel. Registered with MLIR from here (the FFI boundary; called from
 //! `src/mlir/bridge/context.rs`).
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -273,8 +273,8 @@ mlir::Value runtimePanels(mlir::Value source, int64_t width) {
   };
   mlir::Value zero = index(0), one = index(1), step = index(width), panels = index(count);
   mlir::Value padding = builder.create<mlir::arith::ConstantOp>(loc, builder.getZeroAttr(element));
-  mlir::Value empty =
-      builder.create<mlir::tensor::EmptyOp>(loc, llvm::ArrayRef<int64_t>{count, rows, width}, element);
+  mlir::Value empty = builder.create<mlir::tensor::EmptyOp>(
+      loc, llvm::ArrayRef<int64_t>{count, rows, width}, element);
   const bool whole[] = {true};
   llvm::ArrayRef<bool> inBounds(whole);
   auto overRows = builder.create<mlir::scf::ForOp>(
@@ -333,8 +333,8 @@ struct PanelPacking : public mlir::PassWrapper<PanelPacking, mlir::OperationPass
   llvm::StringRef getDescription() const final {
     return "Store the weights that register tiles of matmuls and convolutions read a few "
            "columns at a time as panels of those columns (constants at compile time, a "
-           "matmul's other B when the call runs, where min-readers tiles read each panel), and read each tile from its panel "
-           "(one contiguous stream per tile)";
+           "matmul's other B when the call runs, where min-readers tiles read each panel), and "
+           "read each tile from its panel (one contiguous stream per tile)";
   }
 
   void getDependentDialects(mlir::DialectRegistry &registry) const override {
@@ -355,7 +355,8 @@ struct PanelPacking : public mlir::PassWrapper<PanelPacking, mlir::OperationPass
     for (mlir::Operation *op : tiles) {
       auto tile = op->getOperand(1).getDefiningOp<mlir::tensor::ExtractSliceOp>();
       std::optional<Trace> found = tile ? trace(tile.getResult()) : std::nullopt;
-      std::optional<int64_t> width = found ? panelWidth(*found, tile, op, minReaders) : std::nullopt;
+      std::optional<int64_t> width =
+          found ? panelWidth(*found, tile, op, minReaders) : std::nullopt;
       if (!width)
         continue;
       mlir::Value &panelled = packed[{found->source, *width}];
