@@ -305,6 +305,12 @@ impl fmt::Display for CpuModel {
             self.accumulators_in_flight(),
             self.flops_per_cycle()
         )?;
+        let (rows, columns) = self.vector_unit().matmul_tile();
+        writeln!(
+            f,
+            "matmul register tile: up to {rows} x {columns} ({} accumulators, two registers of B, one broadcast of A)",
+            rows * columns / self.lanes.max(1)
+        )?;
         writeln!(
             f,
             "caches: L1d {} and L2 {} per core, L3 {}",
@@ -363,6 +369,7 @@ mod tests {
             "cpu: haswell (named by --target-cpu/--target-features, a named target's caches)\n\
              vector registers: 16 of 8 f32 lanes (256 bits)\n\
              FMA: 2 pipe(s), latency 5 cycles: 10 accumulators in flight, 32 f32 FLOPs per cycle per core\n\
+             matmul register tile: up to 6 x 16 (12 accumulators, two registers of B, one broadcast of A)\n\
              caches: L1d 32 KiB and L2 1 MiB per core, L3 32 MiB\n\
              cores: 1\n"
         );
