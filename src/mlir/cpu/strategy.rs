@@ -13,8 +13,9 @@
 //! accumulator tile with K stepped by 1 sized for the target's vector registers (two registers
 //! wide, up to 6 rows with AVX2's 16 registers of 8 lanes and 14 with AVX-512's 32 of 16, the
 //! rows dividing the cache tile's: `matmul_rows`), and the same kind of tile of output pixels
-//! by output channels for a convolution, its input channels stepped by 1. Along the vector lanes a power of two is preferred where it fills half a register
-//! or takes no more register operations (`register_width`). Tuning lives here and only here.
+//! by output channels for a convolution, its input channels stepped by 1. Along the vector
+//! lanes a power of two is preferred where it fills half a register or takes no more register
+//! operations (`register_width`). Tuning lives here and only here.
 
 use crate::mlir::pipeline::loop_nest::{divisor_at_most, Loops};
 

@@ -8,9 +8,9 @@
 //! tiled as one ([`TILE_GROUPS`]); after it, the weights register tiles read a few columns at a
 //! time are packed in panels of those columns ([`PACK_PANELS`]: constants at compile time, a
 //! matmul's other B when the call runs where enough tiles read it), and constants still read
-//! row by row whose rows alias in the L1 get padded rows ([`PAD_ROWS`]). With `threads=N`, a matmul
-//! whose cache tiles run a reduction outermost is first cut into one run of columns per
-//! thread (`thread_chunks`). Precondition: linalg on tensors.
+//! row by row whose rows alias in the L1 get padded rows ([`PAD_ROWS`]). With `threads=N`, a
+//! matmul whose cache tiles run a reduction outermost is first cut into one run of columns
+//! per thread (`thread_chunks`). Precondition: linalg on tensors.
 
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::{walk, WalkedOp};
