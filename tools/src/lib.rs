@@ -7,7 +7,10 @@ pub mod import;
 pub mod model;
 pub mod opt;
 pub mod profile;
+pub mod progress;
 pub mod run;
+pub mod tune;
+pub mod tuning_cache;
 
 use tessera::dialect::Registry;
 

@@ -162,6 +162,10 @@ pub struct OptArgs {
     /// --target-cpu and --target-features name), and exit.
     #[arg(long)]
     pub print_target: bool,
+    /// With -O (CPU): the tuning cache whose choices compiles use (default: the file
+    /// TESSERA_TUNING_CACHE names, else ~/.cache/tessera/tuning.json; tessera-tune writes it).
+    #[arg(long, value_name = "FILE")]
+    pub tuning_cache: Option<PathBuf>,
     /// Print the pipeline that runs, in the form --pass-pipeline takes, to stderr.
     #[arg(long)]
     pub dump_pass_pipeline: bool,
@@ -578,6 +582,17 @@ fn chosen_pipeline(args: &OptArgs) -> Result<Option<Pipeline>, PipelineChoiceErr
     if let Some(features) = &args.target_features {
         pipeline.set_option("tessera-lower-to-llvm", "features", features);
     }
+    let named_unit =
+        named_model
+            .as_ref()
+            .map(|model| if model.lanes >= 16 { "avx512" } else { "avx2" });
+    crate::tuning_cache::apply(
+        &mut pipeline,
+        args.tuning_cache.as_deref(),
+        args.target_cpu.as_deref(),
+        named_unit,
+        &mut std::io::stderr(),
+    );
     // Register tiles and cache sizes follow a named target's model, not the host's.
     if let Some(model) = named_model {
         let unit = if model.lanes >= 16 { "avx512" } else { "avx2" };

@@ -96,6 +96,10 @@ pub struct RunArgs {
     /// Also run the reference interpreter and compare every output (PASS/FAIL).
     #[arg(long)]
     pub compare_reference: bool,
+    /// The tuning cache whose choices the CPU compile uses (default: the file
+    /// TESSERA_TUNING_CACHE names, else ~/.cache/tessera/tuning.json; tessera-tune writes it).
+    #[arg(long, value_name = "FILE")]
+    pub tuning_cache: Option<PathBuf>,
     /// Time this many calls after a warm-up and print the median, p10 and p90.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub repeat: usize,
@@ -188,8 +192,15 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
         context.set_verify_each(true);
     }
     let target = args.target.target();
-    let pipeline = Pipeline::preset_for(target, args.opt_level, !args.no_fusion, None)
+    let mut pipeline = Pipeline::preset_for(target, args.opt_level, !args.no_fusion, None)
         .with_threads(args.threads as usize);
+    crate::tuning_cache::apply(
+        &mut pipeline,
+        args.tuning_cache.as_deref(),
+        None,
+        None,
+        &mut std::io::stderr(),
+    );
     let pipeline = if args.profile {
         pipeline.with_kernel_profile()
     } else {
@@ -439,7 +450,7 @@ impl Compiled {
 
 /// Refuses models with a tensor larger than a host tensor may be: compiled code cannot
 /// recover from a failed allocation, so the check comes before anything runs.
-fn check_sizes(module: &Module) -> Result<(), String> {
+pub(crate) fn check_sizes(module: &Module) -> Result<(), String> {
     for func in &module.funcs {
         for value in &func.values {
             if value.ty.num_elements().is_none_or(|n| n > MAX_ELEMENTS) {
@@ -454,7 +465,7 @@ fn check_sizes(module: &Module) -> Result<(), String> {
 }
 
 /// The function to run: the one named, or the only one.
-fn entry_function(module: &Module, entry: Option<&str>) -> Result<usize, String> {
+pub(crate) fn entry_function(module: &Module, entry: Option<&str>) -> Result<usize, String> {
     let names = || {
         module
             .funcs
@@ -482,7 +493,7 @@ fn entry_function(module: &Module, entry: Option<&str>) -> Result<usize, String>
 /// The inputs of function `entry`: from `--input NAME=SPEC` (NAME a parameter, or an
 /// imported graph's input name in `aliases`), else the last parameters' `weights` (the
 /// side-file constants `--weights-as-params` made parameters), `random:0` for the others.
-fn prepare_inputs(
+pub(crate) fn prepare_inputs(
     module: &Module,
     entry: usize,
     specs: &[String],
@@ -654,7 +665,14 @@ fn summary(tensor: &Tensor) -> String {
     )
 }
 
-/// A duration in milliseconds, three decimals, as tessera-run prints every time.
+/// A duration in milliseconds, as tessera-run prints every time: three decimals, more below
+/// a millisecond so that four digits show (0.01234 ms), which `tessera-tune` compares.
 pub(crate) fn ms(d: Duration) -> String {
-    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+    let ms = d.as_secs_f64() * 1e3;
+    let decimals = if ms > 0.0 {
+        (3 - ms.log10().floor() as i64).clamp(3, 6) as usize
+    } else {
+        3
+    };
+    format!("{ms:.decimals$} ms")
 }

@@ -138,6 +138,23 @@ impl<'c> WalkedOp<'c> {
         }
     }
 
+    /// The element type of every shaped operand, in order, as MLIR prints it (`f32`).
+    pub fn operand_element_types(&self) -> Vec<String> {
+        // SAFETY: as in `name`; types are read, not changed, and live as long as the context.
+        unsafe {
+            (0..mlir_sys::mlirOperationGetNumOperands(self.raw))
+                .filter_map(|i| {
+                    let ty =
+                        mlir_sys::mlirValueGetType(mlir_sys::mlirOperationGetOperand(self.raw, i));
+                    mlir_sys::mlirTypeIsAShaped(ty).then(|| {
+                        melior::ir::Type::from_raw(mlir_sys::mlirShapedTypeGetElementType(ty))
+                            .to_string()
+                    })
+                })
+                .collect()
+        }
+    }
+
     /// The one-dimensional vectors (registers' rows) an operation on vectors works on: the
     /// rows (all dimensions but the innermost) of its narrowest vector, integer or float
     /// operand or result (a scalar counting one row; buffers and indices not counted), 1 when

@@ -10,6 +10,7 @@ pub mod outline;
 pub mod runtime;
 pub mod stages;
 pub mod strategy;
+pub mod tuning;
 
 /// The x86-64 CPUs LLVM generates code for, name, tab, description (`llc -mcpu=help`).
 pub const X86_CPUS: &str = include_str!("x86_cpus.tsv");

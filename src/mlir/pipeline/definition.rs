@@ -167,6 +167,25 @@ impl Pipeline {
         }
     }
 
+    /// The pipeline with the tuning cache at `path` (`tessera-tune`'s) for its CPU stages
+    /// that look choices up (`tessera-fuse` and `tessera-tile`, when `tessera-tile` is in it:
+    /// a GPU pipeline has none, and its fusion is not the CPU's to tune), for the CPU `cpu`
+    /// and vector `unit` of a named target (the host's where `None`).
+    pub fn set_tuning_cache(&mut self, path: &str, cpu: Option<&str>, unit: Option<&str>) {
+        if !self.has_stage("tessera-tile") {
+            return;
+        }
+        for stage in ["tessera-fuse", "tessera-tile"] {
+            self.set_option(stage, "tuning", path);
+            if let Some(cpu) = cpu {
+                self.set_option(stage, "cpu", cpu);
+            }
+            if let Some(unit) = unit {
+                self.set_option(stage, "unit", unit);
+            }
+        }
+    }
+
     /// Parses MLIR's textual pipeline syntax. Unknown passes and stage options, and option
     /// values a stage does not take, are errors located in `text` that name the close matches.
     pub fn parse(text: &str) -> Result<Pipeline, PipelineError> {

@@ -6,6 +6,7 @@
 use crate::diag::Diagnostic;
 use crate::ir::{Module, OpKind};
 use crate::mlir::bridge::walk::{walk, WalkedOp};
+use crate::mlir::cpu::tuning::FUSION_TUNING_ATTRIBUTE;
 use crate::mlir::pipeline::runner::{run_pipeline, Instrumentation};
 use crate::mlir::pipeline::stages::{Program, StageEnv};
 use crate::mlir::pipeline::Pipeline;
@@ -23,6 +24,8 @@ pub struct Kernel {
     pub lines: BTreeSet<usize>,
     /// Why it is alone, when it computes a single `.tsr` op.
     pub alone_because: String,
+    /// Whether its fusion is a tuning cache's choice.
+    pub from_tuning_cache: bool,
 }
 
 /// A `.tsr` op's place in the report.
@@ -113,8 +116,17 @@ pub fn fusion_report(
                 op: name.clone(),
                 lines: BTreeSet::new(),
                 alone_because: reason(&top, fusion_ran),
+                from_tuning_cache: false,
             }
         });
+        kernel.from_tuning_cache |= tuning_cache_choice(op) == Some(true);
+        if tuning_cache_choice(&top) == Some(false) {
+            // A contraction or epilogue the cache keeps apart computes its own op; its
+            // location may also name what elementwise fusion folded into it (the other's
+            // empty tensor), which is no fusion.
+            kernel.lines.extend(origin_lines(&top.location()).first());
+            return;
+        }
         kernel.lines.extend(origin_lines(&op.location()));
     });
     graph
@@ -185,10 +197,20 @@ fn is_kernel(name: &str) -> bool {
         || name == "scf.for"
 }
 
+/// Whether `op`'s fusion is a tuning cache's choice, and if so whether it is fused.
+fn tuning_cache_choice(op: &WalkedOp<'_>) -> Option<bool> {
+    let mark = op.attribute(FUSION_TUNING_ATTRIBUTE)?.to_string();
+    mark.contains("source = \"tuning cache\"")
+        .then(|| mark.contains("fuse = true"))
+}
+
 /// Why a kernel computes only one `.tsr` op.
 fn reason(kernel: &WalkedOp<'_>, fusion_ran: bool) -> String {
     if !fusion_ran {
         return "fusion is off in this pipeline (-O0 or --no-fusion)".into();
+    }
+    if tuning_cache_choice(kernel) == Some(false) {
+        return "the tuning cache keeps this contraction and its epilogue apart: tessera-tune measured them faster as two kernels".into();
     }
     let name = kernel.name();
     let users = kernel.use_count();
@@ -244,7 +266,18 @@ pub fn report_text(reports: &[FunctionReport]) -> String {
         };
         for (i, k) in f.kernels.iter().enumerate() {
             let members: Vec<String> = k.lines.iter().map(|&l| name_of(l)).collect();
-            let _ = writeln!(out, "  kernel {} ({}): {}", i + 1, k.op, members.join(", "));
+            let tuned = if k.from_tuning_cache {
+                " [fused as the tuning cache says]"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "  kernel {} ({}): {}{tuned}",
+                i + 1,
+                k.op,
+                members.join(", ")
+            );
         }
         let unfused: Vec<&OpEntry> = f.ops.iter().filter(|o| o.unfused.is_some()).collect();
         if !unfused.is_empty() {
@@ -276,7 +309,12 @@ pub fn report_json(reports: &[FunctionReport]) -> String {
                 .iter()
                 .map(|k| {
                     let lines: Vec<String> = k.lines.iter().map(usize::to_string).collect();
-                    format!("{{\"op\": {}, \"lines\": [{}]}}", quote(&k.op), lines.join(", "))
+                    format!(
+                        "{{\"op\": {}, \"lines\": [{}], \"tuning_cache\": {}}}",
+                        quote(&k.op),
+                        lines.join(", "),
+                        k.from_tuning_cache
+                    )
                 })
                 .collect();
             let ops: Vec<String> = f

@@ -9,16 +9,15 @@ pub mod compile_scaling;
 pub mod gpu;
 pub mod limits;
 pub mod measure;
-mod progress;
 pub mod report;
 pub mod workloads;
 
 use crate::model::{import_onnx, is_onnx, side_file_for};
 use crate::opt::TargetArg;
+use crate::progress::Progress;
 use clap::Parser;
 use limits::Limits;
 use measure::{time_calls, Budget, Latency};
-use progress::Progress;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -110,6 +109,17 @@ pub struct BenchArgs {
     /// DIR/<workload>/in<i>.npy and out<i>.npy, for comparing other systems on the same data.
     #[arg(long, value_name = "DIR")]
     pub save_io: Option<PathBuf>,
+    /// The tuning cache whose choices the CPU compiles use (default: the file
+    /// TESSERA_TUNING_CACHE names, else ~/.cache/tessera/tuning.json).
+    #[arg(long, value_name = "FILE")]
+    pub tuning_cache: Option<PathBuf>,
+    /// Tune each workload on each thread count first (tessera-tune), writing the winners to
+    /// the tuning cache the measurements then use.
+    #[arg(long)]
+    pub tune: bool,
+    /// With --tune: the search's time per workload and thread count (90s, 2m, 500ms).
+    #[arg(long, value_name = "TIME", default_value = "30s")]
+    pub tune_budget: String,
 }
 
 /// A way of compiling: a preset with or without fusion.
@@ -279,6 +289,10 @@ fn bench(args: &BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(
         ],
         (true, false) => modes.clone(),
     };
+    if args.tune {
+        tune_workloads(args, &workloads, &threads, err)?;
+    }
+    let tuning_cache = crate::tuning_cache::usable(args.tuning_cache.as_deref(), err);
     let scaling_runs = scaling_modes.len() * compile_scaling::CHAIN_OPS.len();
     let mut progress = Progress::new(err, workloads.len() * runs.len() + scaling_runs + 1);
     progress.step("machine limits");
@@ -298,6 +312,7 @@ fn bench(args: &BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(
                 threads,
                 time,
                 save.as_deref(),
+                tuning_cache.as_deref(),
             )?);
         }
     }
@@ -305,7 +320,12 @@ fn bench(args: &BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(
     progress.finish();
     let mut table = String::new();
     if !workloads.is_empty() {
-        table.push_str(&report::table(&workloads, &results, &limits));
+        table.push_str(&report::table(
+            &workloads,
+            &results,
+            &limits,
+            tuning_cache.as_deref(),
+        ));
     }
     if scaling {
         table.push_str(&compile_scaling::table(&compile_runs));
@@ -318,7 +338,7 @@ fn bench(args: &BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(
             &workloads,
             &results,
             &limits,
-            &settings(args, &modes, &threads),
+            &settings(args, &modes, &threads, tuning_cache.as_deref()),
             scaling_json.as_deref(),
         );
         std::fs::write(path, json)
@@ -332,12 +352,18 @@ fn bench(args: &BenchArgs, out: &mut dyn Write, err: &mut dyn Write) -> Result<(
 }
 
 /// The settings a JSON file records.
-fn settings(args: &BenchArgs, modes: &[Mode], threads: &[usize]) -> report::Settings {
+fn settings(
+    args: &BenchArgs,
+    modes: &[Mode],
+    threads: &[usize],
+    tuning_cache: Option<&str>,
+) -> report::Settings {
     report::Settings {
         time_per_mode_s: args.time,
         threads: threads.to_vec(),
         modes: modes.iter().map(Mode::label).collect(),
         model: args.model.as_ref().map(|p| p.display().to_string()),
+        tuning_cache: tuning_cache.map(str::to_string),
     }
 }
 
@@ -458,14 +484,74 @@ fn chosen_modes(args: &BenchArgs) -> Vec<Mode> {
     modes
 }
 
-/// Compiles and times one workload in one mode; with `save`, writes its inputs and the
-/// outputs of its first call there as `.npy`.
+/// `--tune`: each workload tuned on each thread count (`tessera-tune`, `--tune-budget` each)
+/// into the tuning cache, a line of what it found on `err`. A built-in workload is tuned from
+/// its text written to a scratch file; a user model from its file.
+fn tune_workloads(
+    args: &BenchArgs,
+    workloads: &[Workload],
+    threads: &[usize],
+    err: &mut dyn Write,
+) -> Result<(), Failure> {
+    let budget = crate::tune::parse_budget(&args.tune_budget)?;
+    let cache = tessera::mlir::cpu::tuning::cache::cache_path(args.tuning_cache.as_deref())
+        .ok_or_else(|| {
+            "--tune needs a tuning cache to write: name one with --tuning-cache FILE".to_string()
+        })?;
+    let scratch = std::env::temp_dir().join(format!("tessera-bench-tune-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)
+        .map_err(|e| format!("cannot make {}: {e}", scratch.display()))?;
+    let tuned = (|| -> Result<(), Failure> {
+        for workload in workloads {
+            let model = match &args.model {
+                Some(path) => path.clone(),
+                None => {
+                    let path = scratch.join(format!("{}.tsr", workload.id));
+                    std::fs::write(&path, &workload.source)
+                        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                    path
+                }
+            };
+            for &n in threads {
+                let request = crate::tune::Request {
+                    model: model.clone(),
+                    input_shapes: args.input_shapes.clone(),
+                    entry: Some(workload.entry.clone()),
+                    threads: n as u32,
+                    budget,
+                    cache: cache.clone(),
+                };
+                let outcome = crate::tune::tune(&request, err)
+                    .map_err(|e| format!("tuning {}: {e}", workload.id))?;
+                let _ = writeln!(
+                    err,
+                    "tuned {} on {n} thread(s): {:.4} -> {:.4} ms, {} kernel(s) changed",
+                    workload.id,
+                    outcome.strategy_ms,
+                    outcome.tuned_ms,
+                    outcome
+                        .tuned
+                        .iter()
+                        .filter(|t| !t.changes.is_empty())
+                        .count()
+                );
+            }
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&scratch);
+    tuned
+}
+
+/// Compiles and times one workload in one mode, with the tuning cache at `tuning_cache` if
+/// any; with `save`, writes its inputs and the outputs of its first call there as `.npy`.
 fn measure_workload(
     workload: &Workload,
     mode: Mode,
     threads: usize,
     time: Duration,
     save: Option<&Path>,
+    tuning_cache: Option<&str>,
 ) -> Result<Measurement, Failure> {
     let (file, module) = workload.load();
     let module = module.map_err(|d| Failure::Diagnostics(render_all(&d, &file)))?;
@@ -474,7 +560,10 @@ fn measure_workload(
     let flops = decompose(&module)
         .map_err(|e| format!("{}: {e}", workload.path))?
         .flops(entry);
-    let pipeline = Pipeline::preset(mode.level, mode.fusion).with_threads(threads);
+    let mut pipeline = Pipeline::preset(mode.level, mode.fusion).with_threads(threads);
+    if let Some(path) = tuning_cache {
+        pipeline.set_tuning_cache(path, None, None);
+    }
     let kernels = {
         let context = MlirContext::new();
         let env = StageEnv {

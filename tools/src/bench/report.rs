@@ -18,16 +18,29 @@ pub struct Settings {
     pub modes: Vec<String>,
     /// The user model, when one was given.
     pub model: Option<String>,
+    /// The tuning cache the CPU compiles used, if any.
+    pub tuning_cache: Option<String>,
 }
 
-/// A table: per workload its title, then a line per mode.
-pub fn table(workloads: &[Workload], results: &[Measurement], limits: &Limits) -> String {
+/// A table: per workload its title, then a line per mode; `tuning_cache` is the cache the
+/// compiles used, if any.
+pub fn table(
+    workloads: &[Workload],
+    results: &[Measurement],
+    limits: &Limits,
+    tuning_cache: Option<&str>,
+) -> String {
     let mut text = format!(
         "machine: {}, {} f32 lanes; one core: FMA peak {:.1} GFLOP/s, copy {:.1} GB/s\n",
         cpu_name(),
         crate::bench::limits::lanes(),
         limits.fma_gflops,
         limits.copy_gbps
+    );
+    let _ = writeln!(
+        text,
+        "tuning cache: {}",
+        tuning_cache.unwrap_or("none (the strategy's choices)")
     );
     for workload in workloads {
         let _ = writeln!(text, "\n{} — {}", workload.id, workload.title);
@@ -126,7 +139,7 @@ pub fn json(
     let threads: Vec<String> = settings.threads.iter().map(usize::to_string).collect();
     let threads = format!("[{}]", threads.join(", "));
     format!(
-        "{{\n  \"machine\": {{\"cpu\": {}, \"cores\": {}, \"f32_lanes\": {}, \"fma_peak_gflops\": {}, \"copy_gbps\": {}}},\n  \"commit\": {},\n  \"settings\": {{\"time_per_mode_s\": {}, \"threads\": {}, \"modes\": [{}], \"model\": {}}},\n  \"results\": [\n{}\n  ],\n  \"compile_scaling\": {}\n}}\n",
+        "{{\n  \"machine\": {{\"cpu\": {}, \"cores\": {}, \"f32_lanes\": {}, \"fma_peak_gflops\": {}, \"copy_gbps\": {}}},\n  \"commit\": {},\n  \"settings\": {{\"time_per_mode_s\": {}, \"threads\": {}, \"modes\": [{}], \"model\": {}, \"tuning_cache\": {}}},\n  \"results\": [\n{}\n  ],\n  \"compile_scaling\": {}\n}}\n",
         quote(&cpu_name()),
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         crate::bench::limits::lanes(),
@@ -137,6 +150,7 @@ pub fn json(
         threads,
         modes.join(", "),
         settings.model.as_deref().map_or("null".to_string(), quote),
+        settings.tuning_cache.as_deref().map_or("null".to_string(), quote),
         records.join(",\n"),
         compile_scaling.unwrap_or("null")
     )

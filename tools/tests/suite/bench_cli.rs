@@ -10,6 +10,7 @@ use tessera_tools::registry;
 
 fn bench(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tessera-bench"))
+        .env("TESSERA_TUNING_CACHE", "")
         .args(args)
         .current_dir(root())
         .output()

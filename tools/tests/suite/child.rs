@@ -58,6 +58,7 @@ pub fn tool(name: &str) -> PathBuf {
 pub fn run_tool(name: &str, args: &[String], dir: &Path, limit: Duration) -> Outcome {
     let command = format!("{name} {}", args.join(" "));
     let spawned = Command::new(tool(name))
+        .env("TESSERA_TUNING_CACHE", "")
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())

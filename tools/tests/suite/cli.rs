@@ -6,6 +6,7 @@ use std::process::{Command, Output, Stdio};
 
 fn opt(args: &[&str], stdin: &[u8]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tessera-opt"))
+        .env("TESSERA_TUNING_CACHE", "")
         .args(args)
         .current_dir(root())
         .stdin(Stdio::piped())

@@ -9,6 +9,7 @@ fn fusion_report_of_every_model() {
     for path in tsr_files("testdata/models") {
         let name = relative(&path);
         let out = Command::new(env!("CARGO_BIN_EXE_tessera-opt"))
+            .env("TESSERA_TUNING_CACHE", "")
             .args([name.as_str(), "-O3", "--fusion-report"])
             .current_dir(root())
             .output()

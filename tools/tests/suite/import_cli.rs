@@ -10,6 +10,7 @@ use tessera::exec::npy::read_npy;
 
 fn tool(bin: &str, args: &[&str]) -> Output {
     Command::new(bin)
+        .env("TESSERA_TUNING_CACHE", "")
         .args(args)
         .current_dir(root())
         .output()

@@ -30,3 +30,4 @@ mod sensitivity;
 mod snapshots;
 mod stage_snapshots;
 mod tool_fuzz;
+mod tuning;

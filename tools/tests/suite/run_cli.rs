@@ -10,6 +10,7 @@ use tessera::types::{ElementType, TensorType};
 
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tessera-run"))
+        .env("TESSERA_TUNING_CACHE", "")
         .args(args)
         .current_dir(root())
         .output()

@@ -43,6 +43,7 @@ fn every_model_stage_by_stage() {
         let file = name.rsplit('/').next().unwrap_or(&name).to_string();
         for preset in PRESETS {
             let out = Command::new(env!("CARGO_BIN_EXE_tessera-opt"))
+                .env("TESSERA_TUNING_CACHE", "")
                 .args([
                     name.as_str(),
                     preset,

@@ -37,6 +37,10 @@ namespace {
 /// The attribute `tessera-tile` puts on register tiles.
 constexpr llvm::StringLiteral kRegisterTile = "tessera.vectorize";
 
+/// The attribute that keeps an op's operands as they are laid out: a tuning cache's choice
+/// (`KEEP_LAYOUT` in src/mlir/cpu/tuning/mod.rs).
+constexpr llvm::StringLiteral kKeepLayout = "tessera.keep_layout";
+
 /// Rows shorter than this stay as they are: 64 floats, two register tiles of 32 lanes. Rows
 /// of a few hundred bytes already pay: a model's filters come from memory at every call
 /// (ResNet-50 reads 100 MB of them), and a tile that steps through unpacked rows, a few per
@@ -340,7 +344,7 @@ struct PanelPacking : public mlir::PassWrapper<PanelPacking, mlir::OperationPass
     llvm::SmallVector<mlir::Operation *> tiles;
     getOperation()->walk([&](mlir::Operation *op) {
       if (llvm::isa<mlir::linalg::MatmulOp, mlir::linalg::Conv2DNhwcHwcfOp>(op) &&
-          op->hasAttr(kRegisterTile))
+          op->hasAttr(kRegisterTile) && !op->hasAttr(kKeepLayout))
         tiles.push_back(op);
     });
     llvm::DenseMap<std::pair<mlir::Value, int64_t>, mlir::Value> packed;

@@ -20,6 +20,7 @@ use crate::mlir::cpu::strategy::{
     reuse_broadcast_rows, thread_chunks, transpose_blocks, VectorUnit, MIN_PANEL_READERS,
     TILE_SIZES, TRANSPOSE, VECTOR_SIZES,
 };
+use crate::mlir::cpu::tuning::{annotate, i64_array, kernel_key, Source, StageTuning, KEEP_LAYOUT};
 use crate::mlir::pipeline::loop_nest::{loops, map_results, Loops, PARALLEL};
 use crate::mlir::pipeline::schedule::{
     apply_schedule, match_each, Author, SCHEDULE_HEAD, SCHEDULE_TAIL,
@@ -422,6 +423,58 @@ fn parallel_loop(loops: &Loops, sizes: &[i64], order: &[usize]) -> Option<usize>
     })
 }
 
+/// Carries a tuned cache loop order from [`tuned_choice`] to the tiling of its op.
+const TUNED_ORDER: &str = "tessera.tuned_order";
+
+/// The cache and register sizes of `op` (with `loops`) when a tuning cache is given: its
+/// entry's where it has one that fits (its order carried in [`TUNED_ORDER`], its packing
+/// declined with [`KEEP_LAYOUT`]), else the strategy's `cache` and `register`; `op` is marked
+/// with its key, where its choices came from and what they are.
+fn tuned_choice(
+    op: &WalkedOp<'_>,
+    loops: &Loops,
+    tuning: &StageTuning,
+    cache: Vec<i64>,
+    register: Vec<i64>,
+    l2_bytes: i64,
+    ctx: &melior::Context,
+) -> (Vec<i64>, Option<Vec<i64>>) {
+    let key = kernel_key(op, loops);
+    let entry = tuning
+        .cache
+        .tiles(&tuning.target, &key)
+        .filter(|choice| choice.fits(loops).is_ok());
+    let (source, cache, register, order, panels) = match entry {
+        Some(choice) => {
+            let order: Vec<i64> = choice.order.iter().map(|&d| d as i64).collect();
+            op.set_attribute(TUNED_ORDER, DenseI64ArrayAttribute::new(ctx, &order).into());
+            if !choice.panels {
+                op.set_attribute(KEEP_LAYOUT, Attribute::unit(ctx));
+            }
+            let order = choice.order.clone();
+            (
+                Source::Cache,
+                choice.cache.clone(),
+                choice.register.clone(),
+                order,
+                choice.panels,
+            )
+        }
+        None => {
+            let order = cache_order(&op.name(), loops, &cache, l2_bytes);
+            (Source::Strategy, cache, register, order, true)
+        }
+    };
+    let choices = format!(
+        "cache = {}, register = {}, order = {}, panels = {panels}",
+        i64_array(&cache),
+        i64_array(&register),
+        i64_array(&order)
+    );
+    annotate(op, ctx, &key, source, &choices);
+    (cache, Some(register))
+}
+
 impl Stage for Tile {
     fn name(&self) -> &'static str {
         "tessera-tile"
@@ -437,6 +490,8 @@ impl Stage for Tile {
             StageOption { name: "unit", doc: "the vector unit register tiles are sized for: avx2 or avx512; default: the host's", kind: OptionKind::OneOf(&["avx2", "avx512"]) },
             StageOption { name: "l2", doc: "bytes of L2 cache per core that matmul tiles are sized for; default: the host's", kind: OptionKind::Positive },
             StageOption { name: "threads", doc: "threads the code will run on (default 1): matmuls whose cache tiles run a reduction outermost first split their columns into one run per thread, convolutions' tiles divide among the threads", kind: OptionKind::Positive },
+            StageOption { name: "tuning", doc: "a tuning cache (tessera-tune's JSON): ops it has an entry for take its choices, and every op the strategy sizes is marked tessera.tuning (its kernel key, where its choices came from, what they are)", kind: OptionKind::File },
+            StageOption { name: "cpu", doc: "the CPU the tuning cache's entries are looked up for; default: the host's", kind: OptionKind::Cpu },
         ]
     }
 
@@ -476,6 +531,9 @@ impl Stage for Tile {
         let threads = options
             .positive("threads", 1)
             .map_err(|e| stage_error(self.name(), e))? as i64;
+        let unit_name = if unit.lanes >= 16 { "avx512" } else { "avx2" };
+        let tuning = StageTuning::from_options(options, unit_name, l2_bytes, threads)
+            .map_err(|e| stage_error(self.name(), e))?;
         if forced.is_none() && mark_register_groups(&module, ctx, unit) > 0 {
             run_upstream(env, &mut module, TILE_GROUPS, self.name())?;
         }
@@ -522,9 +580,28 @@ impl Stage for Tile {
                     });
                     let register = pinned(VECTOR_SIZES)
                         .unwrap_or_else(|| choose_vector(&name, &op_loops, &cache, unit));
-                    (cache, Some(register))
+                    let sized_here = pinned(TILE_SIZES).is_none() && pinned(VECTOR_SIZES).is_none();
+                    match tuning
+                        .as_ref()
+                        .filter(|_| sized_here && name != "linalg.fill")
+                    {
+                        Some(tuning) => {
+                            tuned_choice(op, &op_loops, tuning, cache, register, l2_bytes, ctx)
+                        }
+                        None => (cache, Some(register)),
+                    }
                 }
             };
+            let tuned_order = op
+                .attribute(TUNED_ORDER)
+                .and_then(|a| DenseI64ArrayAttribute::try_from(a).ok())
+                .map(|array| {
+                    (0..array.len())
+                        .filter_map(|i| array.element(i).ok())
+                        .map(|d| d as usize)
+                        .collect::<Vec<usize>>()
+                });
+            op.remove_attribute(TUNED_ORDER);
             op.remove_attribute(TILE_SIZES);
             op.remove_attribute(VECTOR_SIZES);
             let register_level = register
@@ -534,7 +611,8 @@ impl Stage for Tile {
                 let extents = register_extents(&op_loops, &cache, register);
                 !multiplies_across_unit_reduction(op, &op_loops, &extents)
             });
-            let cache_loops = cache_order(&name, &op_loops, &cache, l2_bytes);
+            let cache_loops =
+                tuned_order.unwrap_or_else(|| cache_order(&name, &op_loops, &cache, l2_bytes));
             let chunks = match forced {
                 Some(_) => None,
                 None => thread_chunks(&op_loops, &cache, &cache_loops, threads),

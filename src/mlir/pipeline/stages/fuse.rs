@@ -34,6 +34,10 @@ use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::{walk, WalkedOp};
 use crate::mlir::cpu::cpu_model::CpuModel;
 use crate::mlir::cpu::strategy::{balance_threads, epilogue_tiles};
+use crate::mlir::cpu::tuning::{
+    fusion_key, i64_array, kernel_key, tuning_attribute, Source, StageTuning,
+    FUSION_TUNING_ATTRIBUTE,
+};
 use crate::mlir::pipeline::loop_nest::{divisor_at_most, loops, reads_per_element, PARALLEL};
 use crate::mlir::pipeline::schedule::{
     apply_schedule, match_each, Author, SCHEDULE_HEAD, SCHEDULE_TAIL,
@@ -108,6 +112,21 @@ impl Stage for Fuse {
                 doc: "threads the code will run on (default 1): convolutions' epilogue tiles divide among them as their own tiles do",
                 kind: OptionKind::Positive,
             },
+            StageOption {
+                name: "tuning",
+                doc: "a tuning cache (tessera-tune's JSON, CPU): epilogues it has an entry for are fused or not, and tiled, as it says; every epilogue fusion could take is marked tessera.fusion_tuning",
+                kind: OptionKind::File,
+            },
+            StageOption {
+                name: "cpu",
+                doc: "the CPU the tuning cache's entries are looked up for; default: the host's",
+                kind: OptionKind::Cpu,
+            },
+            StageOption {
+                name: "unit",
+                doc: "the vector unit the tuning cache's entries are looked up for: avx2 or avx512; default: the host's",
+                kind: OptionKind::OneOf(&["avx2", "avx512"]),
+            },
         ]
     }
 
@@ -123,6 +142,17 @@ impl Stage for Fuse {
         let threads = options
             .positive("threads", 1)
             .map_err(|e| stage_error(self.name(), e))? as i64;
+        let unit = match options
+            .choice("unit", &["avx2", "avx512"])
+            .map_err(|e| stage_error(self.name(), e))?
+        {
+            Some("avx2") => "avx2",
+            Some(_) => "avx512",
+            None if CpuModel::host().lanes >= 16 => "avx512",
+            None => "avx2",
+        };
+        let tuning = StageTuning::from_options(options, unit, l2_bytes, threads)
+            .map_err(|e| stage_error(self.name(), e))?;
         let mut module = expect_mlir(program, self.name())?;
         let context = env.context.context();
         let allowed = context.allow_unregistered_dialects();
@@ -141,7 +171,7 @@ impl Stage for Fuse {
             &format!("{ACCUMULATE},{INTO_RESIDUAL}"),
             self.name(),
         )?;
-        if mark_epilogues(env, &module, l2_bytes, threads) {
+        if mark_epilogues(env, &module, l2_bytes, threads, tuning.as_ref()) {
             run_upstream(env, &mut module, "tessera-fuse-epilogues", self.name())?;
         }
         let fuse = |module: &mut melior::ir::Module<'c>, schedule: &str| {
@@ -564,12 +594,14 @@ fn duplicate_cheap_producers(module: &melior::ir::Module<'_>) -> bool {
 
 /// Marks every anchor with a sole elementwise user (and the epilogue with its tile sizes, for
 /// an L2 of `l2_bytes` and code on `threads` threads) for `tessera-fuse-epilogues`; returns
-/// whether anything was marked.
+/// whether anything was marked. With a `tuning` cache, an anchor and epilogue it has an entry
+/// for are fused, and tiled, as it says, and both are marked [`FUSION_TUNING_ATTRIBUTE`].
 fn mark_epilogues(
     env: &StageEnv<'_, '_>,
     module: &melior::ir::Module<'_>,
     l2_bytes: i64,
     threads: i64,
+    tuning: Option<&StageTuning>,
 ) -> bool {
     let ctx = env.context.context();
     let unit = melior::ir::Attribute::unit(ctx);
@@ -597,6 +629,33 @@ fn mark_epilogues(
         };
         let mut sizes = epilogue_tiles(&op.name(), &anchor_loops, &consumer_loops, l2_bytes);
         balance_threads(&op.name(), &mut sizes, &consumer_loops, threads);
+        if let Some(tuning) = tuning {
+            let key = fusion_key(
+                &kernel_key(op, &anchor_loops),
+                &kernel_key(&consumer, &consumer_loops),
+            );
+            let entry = tuning
+                .cache
+                .fusion(&tuning.target, &key)
+                .filter(|choice| choice.fits(&consumer_loops).is_ok());
+            let (source, fuse) = match entry {
+                Some(choice) => {
+                    if choice.fuse {
+                        sizes.clone_from(&choice.tiles);
+                    }
+                    (Source::Cache, choice.fuse)
+                }
+                None => (Source::Strategy, sizes.iter().any(|&s| s != 0)),
+            };
+            let choices = format!("fuse = {fuse}, tiles = {}", i64_array(&sizes));
+            if let Some(attribute) = tuning_attribute(ctx, &key, source, &choices) {
+                op.set_attribute(FUSION_TUNING_ATTRIBUTE, attribute);
+                consumer.set_attribute(FUSION_TUNING_ATTRIBUTE, attribute);
+            }
+            if !fuse {
+                return;
+            }
+        }
         if sizes.iter().all(|&s| s == 0) {
             return;
         }

@@ -1,5 +1,5 @@
-//! The progress bar of tessera-bench: one line on stderr, redrawn per step, only when stderr
-//! is a terminal.
+//! The progress bar of tessera-bench and tessera-tune: one line on stderr, redrawn per step,
+//! only when stderr is a terminal.
 
 use std::io::{IsTerminal, Write};
 
@@ -39,6 +39,13 @@ impl<'w> Progress<'w> {
             let _ = self.err.flush();
         }
         self.done += 1;
+    }
+
+    /// Shows `what` with the bar at `done` of its steps (a bar measured in something other
+    /// than steps, such as seconds of a budget).
+    pub fn show(&mut self, done: usize, what: &str) {
+        self.done = done.min(self.total);
+        self.step(what);
     }
 
     /// Clears the bar.
