@@ -448,8 +448,11 @@ def run_tessera(args, io_dir, json_path):
     command = [binary, "--workload", ",".join(args.workload), "--time", str(args.time),
                "--threads", str(THREADS), "--json", json_path, "--save-io", io_dir]
     command += [flag for mode in TESSERA_MODES for flag in mode.split()]
+    # No cache unless one is named: a run is comparable only with what it says it used.
+    command += ["--tuning-cache", args.tuning_cache] if args.tuning_cache else []
     print("running:", " ".join(command), file=sys.stderr)
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+    env = dict(os.environ, TESSERA_TUNING_CACHE="")
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, cwd=ROOT, env=env)
     with open(json_path) as f:
         return json.load(f)
 
@@ -640,7 +643,8 @@ def machine_line(tessera):
     m = tessera["machine"]
     return (f"machine: {m['cpu']}, {os.cpu_count()} core(s), {m['f32_lanes']} f32 lanes; "
             f"{THREADS} thread(s), pinned to {THREADS} core(s) (tessera-bench saw "
-            f"{m['cores']}); tessera {tessera['commit']}")
+            f"{m['cores']}); tessera {tessera['commit']}; tuning cache: "
+            f"{tessera['settings'].get('tuning_cache') or 'none'}")
 
 
 def chart(path, rows):
@@ -682,6 +686,9 @@ def main():
     parser.add_argument("--time", type=float, default=1.0,
                         help="seconds of timed calls per system and workload")
     parser.add_argument("--systems", default=",".join(SYSTEMS))
+    parser.add_argument("--tuning-cache",
+                        help="tessera compiles with this tuning cache (tessera-tune's); "
+                             "default: none, the strategy's choices")
     parser.add_argument("--json", help="write every result here")
     parser.add_argument("--chart", help="draw the medians as SVG here")
     parser.add_argument("--threads", type=int, default=1,

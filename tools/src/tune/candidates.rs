@@ -22,6 +22,17 @@ pub struct Axis<C> {
     pub candidates: Vec<C>,
 }
 
+/// The cache tile sizes tried for a loop of `extent`: the whole loop (0), then each of
+/// [`CACHE_SIZES`] that divides it.
+fn cache_sizes(extent: i64) -> impl Iterator<Item = i64> {
+    std::iter::once(0).chain(
+        CACHE_SIZES
+            .iter()
+            .copied()
+            .filter(move |&s| s < extent && extent % s == 0),
+    )
+}
+
 /// The largest of `sizes` that divides `span` and is at most `most` (1 when none).
 fn largest_divisor(span: i64, most: i64) -> i64 {
     REGISTER_SIZES
@@ -43,13 +54,7 @@ pub fn tile_axes(current: &TileChoice, loops: &Loops, kernel: &str) -> Vec<Axis<
     let mut axes = Vec::new();
     for d in 0..n {
         let (extent, _) = loops.0[d];
-        let candidates: Vec<TileChoice> = std::iter::once(0)
-            .chain(
-                CACHE_SIZES
-                    .iter()
-                    .copied()
-                    .filter(|&s| s < extent && extent % s == 0),
-            )
+        let candidates: Vec<TileChoice> = cache_sizes(extent)
             .map(|size| {
                 let mut choice = current.clone();
                 choice.cache[d] = size;
@@ -134,13 +139,7 @@ pub fn fusion_axes(current: &FusionChoice, loops: &Loops) -> Vec<Axis<FusionChoi
     }];
     if current.fuse && current.tiles.len() == loops.0.len() {
         for (d, &(extent, _)) in loops.0.iter().enumerate() {
-            let candidates = std::iter::once(0)
-                .chain(
-                    CACHE_SIZES
-                        .iter()
-                        .copied()
-                        .filter(|&s| s < extent && extent % s == 0),
-                )
+            let candidates = cache_sizes(extent)
                 .map(|size| {
                     let mut tiles = current.tiles.clone();
                     tiles[d] = size;

@@ -564,7 +564,7 @@ pub fn tune(request: &Request, err: &mut dyn Write) -> Result<Outcome, String> {
     // The verdict: the strategy and the tuned entries, alternately, twice each.
     let mut strategy_ms = strategy.median_ms;
     let mut tuned_ms = search.best_ms;
-    if search.tuned.iter().any(|t| !t.changes.is_empty()) {
+    if !search.tuned.is_empty() {
         for _ in 0..2 {
             search.trials += 1;
             if let Ok(t) = search.runner.trial(None, search.runner.calls) {
@@ -574,13 +574,16 @@ pub fn tune(request: &Request, err: &mut dyn Write) -> Result<Outcome, String> {
                 tuned_ms = tuned_ms.min(ms);
             }
         }
-        if tuned_ms >= strategy_ms {
+        let changed = search.tuned.iter().any(|t| !t.changes.is_empty());
+        if changed && tuned_ms >= strategy_ms {
             // Noise won: every kernel keeps the choice it started from.
             for tuned in &mut search.tuned {
                 search.accepted.insert(tuned.initial.clone());
                 tuned.changes.clear();
             }
-            tuned_ms = strategy_ms;
+            if let Some(ms) = search.try_accepted()? {
+                tuned_ms = ms;
+            }
         }
     }
     let written = !search.tuned.is_empty();
