@@ -582,10 +582,9 @@ fn chosen_pipeline(args: &OptArgs) -> Result<Option<Pipeline>, PipelineChoiceErr
     if let Some(features) = &args.target_features {
         pipeline.set_option("tessera-lower-to-llvm", "features", features);
     }
-    let named_unit =
-        named_model
-            .as_ref()
-            .map(|model| if model.lanes >= 16 { "avx512" } else { "avx2" });
+    let named_unit = named_model
+        .as_ref()
+        .map(|model| if model.lanes >= 16 { "avx512" } else { "avx2" });
     crate::tuning_cache::apply(
         &mut pipeline,
         args.tuning_cache.as_deref(),

@@ -133,7 +133,11 @@ fn the_tuner_writes_a_cache_every_compile_uses() {
         assert_eq!(entry.target, host_target());
         let measured = entry.measured.as_ref().expect("what tuning measured");
         assert!(measured.tuned_ms > 0.0 && measured.strategy_ms > 0.0);
-        assert!(measured.model.ends_with("model.tsr @main"), "{}", measured.model);
+        assert!(
+            measured.model.ends_with("model.tsr @main"),
+            "{}",
+            measured.model
+        );
     }
     // The fusion was searched first, and every compile now takes the cache's choices.
     assert!(entries.iter().any(|e| e.kernel == FUSION), "{entries:?}");
