@@ -48,6 +48,14 @@ impl<'w> Progress<'w> {
         self.step(what);
     }
 
+    /// Writes `text` as a line of its own above the bar.
+    pub fn line(&mut self, text: &str) {
+        if self.shown {
+            let _ = write!(self.err, "\r\x1b[2K");
+        }
+        let _ = writeln!(self.err, "{text}");
+    }
+
     /// Clears the bar.
     pub fn finish(&mut self) {
         if self.shown {

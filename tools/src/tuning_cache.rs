@@ -47,7 +47,7 @@ pub fn usable(flag: Option<&Path>, err: &mut dyn Write) -> Option<String> {
         return None;
     }
     let text = path.display().to_string();
-    if text.contains([' ', ',', '{', '}', '=']) {
+    if text.contains(crate::tune::UNSAFE_IN_OPTIONS) {
         let _ = writeln!(
             err,
             "warning: tuning cache {text}: a pipeline option cannot hold its path (spaces, commas, braces or '='); it is ignored"

@@ -7,8 +7,12 @@
 use tessera::mlir::cpu::tuning::{FusionChoice, TileChoice};
 use tessera::mlir::pipeline::loop_nest::Loops;
 
-/// The cache tile sizes tried for a loop (those dividing its extent; 0, the whole loop, too).
-const CACHE_SIZES: [i64; 11] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
+/// The cache tile sizes tried for a loop (those dividing its extent; 0, the whole loop, too):
+/// powers of two, and multiples of the 6 and 14 rows of AVX2's and AVX-512's widest matmul
+/// register tiles.
+const CACHE_SIZES: [i64; 20] = [
+    1, 2, 4, 6, 8, 12, 14, 16, 24, 28, 32, 48, 56, 64, 96, 112, 128, 256, 512, 1024,
+];
 
 /// The register tile sizes tried for a loop (those dividing its cache tile): rows of the
 /// accumulator tiles AVX2 and AVX-512 hold, and one to four registers of lanes.
@@ -130,12 +134,16 @@ pub fn tile_axes(current: &TileChoice, loops: &Loops, kernel: &str) -> Vec<Axis<
 /// The axes of a fusion choice `current` for an epilogue with `loops`: fused or not, then
 /// (fused) each loop's tile.
 pub fn fusion_axes(current: &FusionChoice, loops: &Loops) -> Vec<Axis<FusionChoice>> {
+    let flipped = FusionChoice {
+        fuse: !current.fuse,
+        tiles: current.tiles.clone(),
+    };
     let mut axes = vec![Axis {
         name: "fuse".into(),
-        candidates: vec![FusionChoice {
-            fuse: !current.fuse,
-            tiles: current.tiles.clone(),
-        }],
+        candidates: [flipped]
+            .into_iter()
+            .filter(|c| c.fits(loops).is_ok())
+            .collect(),
     }];
     if current.fuse && current.tiles.len() == loops.0.len() {
         for (d, &(extent, _)) in loops.0.iter().enumerate() {

@@ -324,19 +324,20 @@ impl Search<'_> {
     ) -> Result<(), String> {
         let initial = make(&current);
         let mut changes = Vec::new();
-        let names: Vec<String> = axes(&current).into_iter().map(|a| a.name).collect();
         let mut finished = true;
-        for name in names {
-            if self.spent() {
-                finished = false;
-                break;
-            }
-            let Some(axis) = axes(&current).into_iter().find(|a| a.name == name) else {
-                continue;
-            };
+        // The axes around the current choice, each once (a change, such as fusing, may open
+        // axes the choice before had not).
+        let mut visited = std::collections::BTreeSet::new();
+        while let Some(axis) = axes(&current)
+            .into_iter()
+            .find(|a| !visited.contains(&a.name))
+        {
+            let name = axis.name.clone();
+            visited.insert(name.clone());
             let mut best: Option<(f64, C)> = None;
             for candidate in axis.candidates {
                 if self.spent() {
+                    finished = false;
                     break;
                 }
                 let what = format!(
@@ -353,7 +354,7 @@ impl Search<'_> {
             let Some((ms, candidate)) = best else {
                 continue;
             };
-            if ms >= self.best_ms * (1.0 - MIN_GAIN) || self.spent() {
+            if ms >= self.best_ms * (1.0 - MIN_GAIN) {
                 continue;
             }
             // Confirm: the candidate and the accepted entries once more each.
@@ -363,23 +364,28 @@ impl Search<'_> {
                 Some(again) if again < accepted * (1.0 - MIN_GAIN) => {
                     changes.push(describe(&current, &candidate, &name));
                     self.accepted.insert(make(&candidate));
-                    self.best_ms = again.min(ms);
+                    self.best_ms = again;
                     current = candidate;
                 }
                 _ => {}
             }
         }
-        if finished && changes.is_empty() {
-            // The strategy's choice (or the cache's) held: recorded as tuned.
+        if !finished && changes.is_empty() {
+            return Ok(());
+        }
+        if changes.is_empty() {
+            // The strategy's choice (or the cache's) held: recorded as tuned, where it is one
+            // a cache may hold.
+            if initial.check().is_err() {
+                return Ok(());
+            }
             self.accepted.insert(initial.clone());
         }
-        if finished || !changes.is_empty() {
-            self.tuned.push(Tuned {
-                kernel: kernel.to_string(),
-                changes,
-                initial,
-            });
-        }
+        self.tuned.push(Tuned {
+            kernel: kernel.to_string(),
+            changes,
+            initial,
+        });
         Ok(())
     }
 }
@@ -398,6 +404,35 @@ fn short(kernel: &str) -> String {
     }
 }
 
+/// What a path given to a stage as an option (`tuning=FILE`) may not hold.
+pub const UNSAFE_IN_OPTIONS: [char; 5] = [' ', ',', '{', '}', '='];
+
+/// Whether the cache file at `path` can be written (its folder made if missing): checked
+/// before the search, so that a bad path does not cost a whole budget.
+fn check_writable(path: &Path) -> Result<(), String> {
+    let cannot =
+        |e: std::io::Error| format!("cannot write the tuning cache {}: {e}", path.display());
+    if path.is_dir() {
+        return Err(format!(
+            "cannot write the tuning cache {}: it is a folder",
+            path.display()
+        ));
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(cannot)?;
+    }
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(cannot)?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
 /// Tunes the model of `request`, writing what wins to its cache; progress on `err`.
 pub fn tune(request: &Request, err: &mut dyn Write) -> Result<Outcome, String> {
     let start = Instant::now();
@@ -407,8 +442,6 @@ pub fn tune(request: &Request, err: &mut dyn Write) -> Result<Outcome, String> {
     let func_name = model.module.funcs[entry].name.clone();
     let mut strings = model.strings.clone();
     let inputs = prepare_inputs(&model.module, entry, &[], &model.aliases, &[], &mut strings)?;
-    let reference = interpret(&model.module, entry, &inputs)
-        .map_err(|e| format!("the reference interpreter: {e}"))?;
     let scratch = Scratch(std::env::temp_dir().join(format!(
         "tessera-tune-{}-{}",
         std::process::id(),
@@ -420,6 +453,23 @@ pub fn tune(request: &Request, err: &mut dyn Write) -> Result<Outcome, String> {
     for problem in &existing.problems {
         let _ = writeln!(err, "warning: {problem}");
     }
+    if existing.problems.iter().any(|p| p.whole_file) {
+        return Err(format!(
+            "{} is not a tuning cache this tessera can update; move it away or name another file with --tuning-cache",
+            request.cache.display()
+        ));
+    }
+    check_writable(&request.cache)?;
+    for path in [&request.cache, &scratch.0] {
+        if path.display().to_string().contains(UNSAFE_IN_OPTIONS) {
+            return Err(format!(
+                "{}: a path with spaces, commas, braces or '=' cannot be a pipeline option; name another with --tuning-cache (or set TMPDIR)",
+                path.display()
+            ));
+        }
+    }
+    let reference = interpret(&model.module, entry, &inputs)
+        .map_err(|e| format!("the reference interpreter: {e}"))?;
     let host = CpuModel::host();
     let target = TuningTarget {
         cpu: host.cpu.clone(),
@@ -475,9 +525,23 @@ pub fn tune(request: &Request, err: &mut dyn Write) -> Result<Outcome, String> {
         progress: Progress::new(err, request.budget.as_secs().max(1) as usize),
         tuned: Vec::new(),
     };
-    if search.accepted.entries().next().is_some() {
-        if let Some(ms) = search.try_accepted()? {
-            search.best_ms = ms;
+    if search.accepted.entries().any(|e| e.target == target) {
+        match search.try_accepted()? {
+            Some(ms) => search.best_ms = ms,
+            None => {
+                search.progress.line(&format!(
+                    "warning: the model compiled with the cache's entries for {target} fails or disagrees with the reference; starting from the strategy's choices, and the entries this run tunes replace those"
+                ));
+                let stale: Vec<String> = search
+                    .accepted
+                    .entries()
+                    .filter(|e| e.target == target)
+                    .map(|e| e.kernel.clone())
+                    .collect();
+                for kernel in stale {
+                    search.accepted.remove(&target, &kernel);
+                }
+            }
         }
     }
     // Fusions first: what they choose changes the kernels the tiles are chosen for.
@@ -565,6 +629,7 @@ pub fn tune(request: &Request, err: &mut dyn Write) -> Result<Outcome, String> {
     let mut strategy_ms = strategy.median_ms;
     let mut tuned_ms = search.best_ms;
     if !search.tuned.is_empty() {
+        (strategy_ms, tuned_ms) = (f64::INFINITY, f64::INFINITY);
         for _ in 0..2 {
             search.trials += 1;
             if let Ok(t) = search.runner.trial(None, search.runner.calls) {
@@ -584,6 +649,12 @@ pub fn tune(request: &Request, err: &mut dyn Write) -> Result<Outcome, String> {
             if let Some(ms) = search.try_accepted()? {
                 tuned_ms = ms;
             }
+        }
+        if !strategy_ms.is_finite() {
+            strategy_ms = strategy.median_ms;
+        }
+        if !tuned_ms.is_finite() {
+            tuned_ms = search.best_ms;
         }
     }
     let written = !search.tuned.is_empty();

@@ -65,13 +65,14 @@ impl Entry {
     }
 }
 
-/// The file as written.
+/// The file as written: entries as [`Entry`]s, or as read, as JSON values each checked on
+/// its own (one bad entry does not cost the others).
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct CacheFile {
+struct CacheFile<E> {
     format: String,
     version: u32,
-    entries: Vec<Entry>,
+    entries: Vec<E>,
 }
 
 /// A problem met reading a tuning cache: what was ignored and why.
@@ -120,7 +121,7 @@ impl TuningCache {
                 }],
             }
         };
-        let file: CacheFile = match serde_json::from_str(text) {
+        let file: CacheFile<serde_json::Value> = match serde_json::from_str(text) {
             Ok(file) => file,
             Err(e) => {
                 let message = e.to_string();
@@ -148,15 +149,20 @@ impl TuningCache {
             );
         }
         let mut loaded = LoadedCache::default();
-        for (i, entry) in file.entries.into_iter().enumerate() {
-            match entry.check() {
-                Ok(()) => loaded.cache.insert(entry),
+        for (i, value) in file.entries.into_iter().enumerate() {
+            let kernel = value
+                .get("kernel")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("?")
+                .to_string();
+            let entry = serde_json::from_value::<Entry>(value).map_err(|e| e.to_string());
+            match entry.and_then(|entry| entry.check().map(|()| entry)) {
+                Ok(entry) => loaded.cache.insert(entry),
                 Err(why) => loaded.problems.push(CacheProblem {
                     path: name.clone(),
                     message: format!(
-                        "entry {} (kernel '{}'): {why}; the entry is ignored",
-                        i + 1,
-                        entry.kernel
+                        "entry {} (kernel '{kernel}'): {why}; the entry is ignored",
+                        i + 1
                     ),
                     whole_file: false,
                 }),
@@ -226,7 +232,7 @@ impl TuningCache {
 
     /// The file's text: pretty JSON, entries sorted by target and kernel.
     pub fn to_text(&self) -> String {
-        let file = CacheFile {
+        let file: CacheFile<Entry> = CacheFile {
             format: FORMAT.into(),
             version: VERSION,
             entries: self.entries.values().cloned().collect(),
@@ -387,6 +393,27 @@ mod tests {
             message.contains("32 does not divide loop 1 of 90"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn a_mistyped_entry_is_ignored_alone() {
+        let mut cache = TuningCache::default();
+        cache.insert(entry());
+        let text = cache.to_text().replacen(
+            "\"entries\": [",
+            "\"entries\": [{\"target\": \"t\", \"kernel\": \"k [4]\", \"tiles\": {\"cache\": [1.5]}}, {\"kernel\": \"x [2]\", \"colour\": 1},",
+            1,
+        );
+        let loaded = TuningCache::parse(&text, Path::new("t.json"));
+        assert_eq!(loaded.cache, cache);
+        assert_eq!(loaded.problems.len(), 2, "{:?}", loaded.problems);
+        assert!(loaded.problems[0]
+            .message
+            .starts_with("entry 1 (kernel 'k [4]'): "));
+        assert!(loaded.problems[1]
+            .message
+            .contains("unknown field `colour`"));
+        assert!(loaded.problems.iter().all(|p| !p.whole_file));
     }
 
     #[test]
