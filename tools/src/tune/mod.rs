@@ -499,6 +499,7 @@ pub fn tune(request: &Request, err: &mut dyn Write) -> Result<Outcome, String> {
         reference,
         tolerance: Tolerance::for_function(&model.module, entry),
         strategy_error: f64::INFINITY,
+        strategy_outputs: Vec::new(),
         calls: 3,
         limit: Duration::from_secs(120),
     };
@@ -514,6 +515,7 @@ pub fn tune(request: &Request, err: &mut dyn Write) -> Result<Outcome, String> {
         .trial(None, runner.calls)
         .map_err(|why| format!("the model compiled with the strategy's choices {why}"))?;
     runner.strategy_error = strategy.max_abs;
+    runner.strategy_outputs = runner.last_outputs()?;
     let mut search = Search {
         runner,
         accepted: existing.cache.clone(),

@@ -230,3 +230,45 @@ fn a_model_with_errors_gets_its_diagnostics() {
     );
     assert!(!err.contains("tessera-bench: error:"), "{err}");
 }
+
+#[test]
+fn tune_tunes_each_workload_then_measures_with_the_cache() {
+    let dir = std::env::temp_dir().join(format!("tessera-bench-tune-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    let cache = dir.join("cache.json");
+    let json = dir.join("out.json");
+    let out = bench(&[
+        "--workload",
+        "w1_b1",
+        "-O3",
+        "--time",
+        "0",
+        "--tune",
+        "--tune-budget",
+        "30s",
+        "--tuning-cache",
+        cache.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stderr.contains("tuned w1_b1 on 1 thread(s): "), "{stderr}");
+    assert!(
+        stdout.contains(&format!("tuning cache: {}", cache.display())),
+        "{stdout}"
+    );
+    let report = std::fs::read_to_string(&json).expect("the JSON report");
+    assert!(
+        report.contains(&format!("\"tuning_cache\": \"{}\"", cache.display())),
+        "{report}"
+    );
+    // Without one named (and none in the environment), none.
+    let plain = bench(&["--workload", "w1_b1", "-O3", "--time", "0"]);
+    assert!(
+        text(&plain.stdout).contains("tuning cache: none (the strategy's choices)"),
+        "{}",
+        text(&plain.stdout)
+    );
+}
