@@ -47,7 +47,7 @@ const TRIAL_CALLS_TIME: Duration = Duration::from_millis(200);
 #[command(
     name = "tessera-tune",
     about = "Search each kernel's tiles, packing and fusion on this machine, and write the winners to a tuning cache",
-    after_help = "Every compile (tessera-opt -O, tessera-run, tessera-bench) then uses the cache's choices for the kernels it has entries for.\n\nExamples:\n  tessera-tune model.tsr --budget 30s\n  tessera-tune model.tsr --entry mlp --threads 2 --tuning-cache tuned.json"
+    after_help = "Every compile at -O2 or -O3 (tessera-opt, tessera-run, tessera-bench) then uses the cache's choices for the kernels it has entries for.\n\nExamples:\n  tessera-tune model.tsr --budget 30s\n  tessera-tune model.tsr --entry mlp --threads 2 --tuning-cache tuned.json"
 )]
 pub struct TuneArgs {
     /// The model (.tsr, or .onnx imported on the fly).
@@ -449,6 +449,7 @@ pub fn tune(request: &Request, err: &mut dyn Write) -> Result<Outcome, String> {
     )));
     std::fs::create_dir_all(&scratch.0)
         .map_err(|e| format!("cannot make {}: {e}", scratch.0.display()))?;
+    check_writable(&request.cache)?;
     let existing = TuningCache::load(&request.cache);
     for problem in &existing.problems {
         let _ = writeln!(err, "warning: {problem}");
@@ -459,7 +460,6 @@ pub fn tune(request: &Request, err: &mut dyn Write) -> Result<Outcome, String> {
             request.cache.display()
         ));
     }
-    check_writable(&request.cache)?;
     for path in [&request.cache, &scratch.0] {
         if path.display().to_string().contains(UNSAFE_IN_OPTIONS) {
             return Err(format!(
