@@ -101,6 +101,7 @@ pub fn fusion_report(
     // Kernels by the raw pointer of their top-level op, grouped by function.
     let mut kernels: BTreeMap<(String, usize), Kernel> = BTreeMap::new();
     let mut order: Vec<(String, usize)> = Vec::new();
+    let mut kept_apart = BTreeSet::new();
     walk(mlir, |op| {
         let Some((func, top)) = top_level(op) else {
             return;
@@ -112,21 +113,25 @@ pub fn fusion_report(
         }
         let kernel = kernels.entry(key.clone()).or_insert_with(|| {
             order.push(key.clone());
+            let mut lines = BTreeSet::new();
+            if tuning_cache_choice(&top) == Some(false) {
+                // A contraction or epilogue the cache keeps apart computes its own op; its
+                // location may also name what elementwise fusion folded into it (the
+                // other's empty tensor), which is no fusion.
+                lines.extend(origin_lines(&top.location()).first());
+                kept_apart.insert(key.clone());
+            }
             Kernel {
                 op: name.clone(),
-                lines: BTreeSet::new(),
+                lines,
                 alone_because: reason(&top, fusion_ran),
                 from_tuning_cache: false,
             }
         });
-        kernel.from_tuning_cache |= tuning_cache_choice(op) == Some(true);
-        if tuning_cache_choice(&top) == Some(false) {
-            // A contraction or epilogue the cache keeps apart computes its own op; its
-            // location may also name what elementwise fusion folded into it (the other's
-            // empty tensor), which is no fusion.
-            kernel.lines.extend(origin_lines(&top.location()).first());
+        if kept_apart.contains(&key) {
             return;
         }
+        kernel.from_tuning_cache |= tuning_cache_choice(op) == Some(true);
         kernel.lines.extend(origin_lines(&op.location()));
     });
     graph

@@ -76,9 +76,10 @@ fn median_ms(stdout: &str) -> Option<f64> {
 impl Runner {
     /// The outputs of the last trial.
     pub fn last_outputs(&self) -> Result<Vec<Tensor>, String> {
+        let dir = self.scratch.join("outputs");
         (0..self.reference.len())
             .map(|i| {
-                let path = self.scratch.join("outputs").join(format!("out{i}.npy"));
+                let path = dir.join(format!("out{i}.npy"));
                 let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
                 read_npy(&bytes).map_err(|e| format!("{}: {e}", path.display()))
             })
@@ -152,21 +153,17 @@ impl Runner {
         }
         let median_ms = median_ms(&stdout)
             .ok_or_else(|| Rejected::Failed("tessera-run printed no timing".into()))?;
-        let max_abs = self.check(&outputs)?;
+        let max_abs = self.check()?;
         Ok(Timing { median_ms, max_abs })
     }
 
-    /// The largest difference between the outputs in `dir` and the reference, or why they
-    /// disagree.
-    fn check(&self, dir: &Path) -> Result<f64, Rejected> {
+    /// The largest difference between the last trial's outputs and the reference, or why
+    /// they disagree.
+    fn check(&self) -> Result<f64, Rejected> {
+        let outputs = self.last_outputs().map_err(Rejected::Failed)?;
         let mut max_abs: f64 = 0.0;
-        for (i, want) in self.reference.iter().enumerate() {
-            let path = dir.join(format!("out{i}.npy"));
-            let bytes = std::fs::read(&path)
-                .map_err(|e| Rejected::Failed(format!("{}: {e}", path.display())))?;
-            let got = read_npy(&bytes)
-                .map_err(|e| Rejected::Failed(format!("{}: {e}", path.display())))?;
-            let c = compare(&got, want, self.tolerance);
+        for (i, (got, want)) in outputs.iter().zip(&self.reference).enumerate() {
+            let c = compare(got, want, self.tolerance);
             let allowed = 2.0 * self.strategy_error;
             // The strategy's own trials (before its outputs are known) are what the others
             // are held to.
@@ -177,7 +174,7 @@ impl Runner {
                         && self
                             .strategy_outputs
                             .get(i)
-                            .is_some_and(|strategy| same_non_finite(&got, strategy))));
+                            .is_some_and(|strategy| same_non_finite(got, strategy))));
             if !(c.pass || within_strategy) {
                 return Err(Rejected::Wrong(format!(
                     "output {i}: max abs error {:.3e} ({}, and the strategy's code errs by {:.3e})",

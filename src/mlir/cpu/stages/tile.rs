@@ -423,13 +423,10 @@ fn parallel_loop(loops: &Loops, sizes: &[i64], order: &[usize]) -> Option<usize>
     })
 }
 
-/// Carries a tuned cache loop order from [`tuned_choice`] to the tiling of its op.
-const TUNED_ORDER: &str = "tessera.tuned_order";
-
-/// The cache and register sizes of `op` (with `loops`) when a tuning cache is given: its
-/// entry's where it has one that fits (its order carried in [`TUNED_ORDER`], its packing
-/// declined with [`KEEP_LAYOUT`]), else the strategy's `cache` and `register`; `op` is marked
-/// with its key, where its choices came from and what they are.
+/// The cache and register sizes and the cache loop order of `op` (with `loops`) when a
+/// tuning cache is given: its entry's where it has one that fits (its packing declined with
+/// [`KEEP_LAYOUT`]), else the strategy's `cache` and `register` and their order; `op` is
+/// marked with its key, where its choices came from and what they are.
 fn tuned_choice(
     op: &WalkedOp<'_>,
     loops: &Loops,
@@ -438,7 +435,7 @@ fn tuned_choice(
     register: Vec<i64>,
     l2_bytes: i64,
     ctx: &melior::Context,
-) -> (Vec<i64>, Option<Vec<i64>>) {
+) -> (Vec<i64>, Vec<i64>, Vec<usize>) {
     let key = kernel_key(op, loops);
     let entry = tuning
         .cache
@@ -446,17 +443,14 @@ fn tuned_choice(
         .filter(|choice| choice.fits(loops).is_ok());
     let (source, cache, register, order, panels) = match entry {
         Some(choice) => {
-            let order: Vec<i64> = choice.order.iter().map(|&d| d as i64).collect();
-            op.set_attribute(TUNED_ORDER, DenseI64ArrayAttribute::new(ctx, &order).into());
             if !choice.panels {
                 op.set_attribute(KEEP_LAYOUT, Attribute::unit(ctx));
             }
-            let order = choice.order.clone();
             (
                 Source::Cache,
                 choice.cache.clone(),
                 choice.register.clone(),
-                order,
+                choice.order.clone(),
                 choice.panels,
             )
         }
@@ -472,7 +466,7 @@ fn tuned_choice(
         i64_array(&order)
     );
     annotate(op, ctx, &key, source, &choices);
-    (cache, Some(register))
+    (cache, register, order)
 }
 
 impl Stage for Tile {
@@ -554,11 +548,13 @@ impl Stage for Tile {
                             .collect::<Vec<i64>>()
                     })
             };
-            let (cache, register) = match &forced {
+            // Sizes, and the cache loops' order where a tuning cache decided it.
+            let (cache, register, tuned_order) = match &forced {
                 Some(forced) => (
                     (0..op_loops.0.len())
                         .map(|i| forced.get(i).copied().unwrap_or(0))
                         .collect(),
+                    None,
                     None,
                 ),
                 None if name == TRANSPOSE => {
@@ -567,6 +563,7 @@ impl Stage for Tile {
                     (
                         pinned(TILE_SIZES).unwrap_or_else(|| blocks.clone()),
                         Some(pinned(VECTOR_SIZES).unwrap_or(blocks)),
+                        None,
                     )
                 }
                 None => {
@@ -586,22 +583,14 @@ impl Stage for Tile {
                         .filter(|_| sized_here && name != "linalg.fill")
                     {
                         Some(tuning) => {
-                            tuned_choice(op, &op_loops, tuning, cache, register, l2_bytes, ctx)
+                            let (cache, register, order) =
+                                tuned_choice(op, &op_loops, tuning, cache, register, l2_bytes, ctx);
+                            (cache, Some(register), Some(order))
                         }
-                        None => (cache, Some(register)),
+                        None => (cache, Some(register), None),
                     }
                 }
             };
-            let tuned_order = op
-                .attribute(TUNED_ORDER)
-                .and_then(|a| DenseI64ArrayAttribute::try_from(a).ok())
-                .map(|array| {
-                    (0..array.len())
-                        .filter_map(|i| array.element(i).ok())
-                        .map(|d| d as usize)
-                        .collect::<Vec<usize>>()
-                });
-            op.remove_attribute(TUNED_ORDER);
             op.remove_attribute(TILE_SIZES);
             op.remove_attribute(VECTOR_SIZES);
             let register_level = register
