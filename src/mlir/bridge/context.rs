@@ -44,6 +44,8 @@ extern "C" {
     fn tesseraRegisterConstantRowPaddingPass();
     /// Registers `tessera-pack-panels` (src/mlir/cpu/cxx/panel_packing.cpp).
     fn tesseraRegisterPanelPackingPass();
+    /// Registers `tessera-lane-dot-products` (src/mlir/cpu/cxx/lane_dot_products.cpp).
+    fn tesseraRegisterLaneDotProductsPass();
     /// Registers `tessera-tile-register-groups` (src/mlir/cpu/cxx/register_groups.cpp).
     fn tesseraRegisterRegisterGroupsPass();
     /// Registers `tessera-prefetch-next-tiles` (src/mlir/cpu/cxx/next_tile_prefetch.cpp).
@@ -107,6 +109,7 @@ impl MlirContext {
                 tesseraRegisterKernelProfilePass();
                 tesseraRegisterConstantRowPaddingPass();
                 tesseraRegisterPanelPackingPass();
+                tesseraRegisterLaneDotProductsPass();
                 tesseraRegisterRegisterGroupsPass();
                 tesseraRegisterPrefetchNextTilesPass();
                 tesseraRegisterFormGpuKernelsPass();

@@ -69,6 +69,36 @@ pub fn matmul_rows(span: i64, unit: VectorUnit) -> i64 {
     divisor_at_most(span, most)
 }
 
+/// The most rows a register tile of dot products takes ([`lane_dot_rows`]): with one output
+/// column, 8 rows are the 8 accumulators two FMA pipes of latency 4 keep in flight.
+const MAX_LANE_DOT_ROWS: i64 = 8;
+
+/// The rows of A a matmul computed with K in the lanes must have, per row of its register
+/// tile, when its B is transposed as the call runs (not a constant): the transpose reads and
+/// writes B once, each register tile of rows then reads all of it.
+pub const MIN_LANE_DOT_READERS: i64 = MIN_PANEL_READERS;
+
+/// The rows of the register tile with which matmul `loops` (`[M, N, K]`) is computed as dot
+/// products with K in the vector lanes (`tessera-lane-dot-products`), when that beats N in
+/// the lanes: N at most 16 and filling at most three quarters of the lanes it would take
+/// (the seed MLP's N = 10: 10 of 16 lanes with AVX-512 and of 2 x 8 with AVX2), K at least
+/// four registers long (the lanes' final sums cost a few shuffles per output). The rows are
+/// as many as the registers hold beside them: R x N accumulators, R pieces of A's rows and
+/// one of B's transpose (N = 10: 2 rows with AVX-512, 1 with AVX2), at most
+/// [`MAX_LANE_DOT_ROWS`] and M.
+pub fn lane_dot_rows(loops: &Loops, unit: VectorUnit) -> Option<i64> {
+    let &[(rows, false), (columns, false), (depth, true)] = loops.0.as_slice() else {
+        return None;
+    };
+    let lanes_taken = (columns + unit.lanes - 1) / unit.lanes * unit.lanes;
+    if columns > 16 || 4 * columns > 3 * lanes_taken || depth < 4 * unit.lanes {
+        return None;
+    }
+    let fit = (unit.registers - 1) / (columns + 1);
+    let tile = fit.min(MAX_LANE_DOT_ROWS).min(rows);
+    (tile >= 1).then_some(tile)
+}
+
 /// The cache-level sizes the strategy writes and `tessera-tile` reads.
 pub const TILE_SIZES: &str = "tessera.tile_sizes";
 

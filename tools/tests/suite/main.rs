@@ -17,6 +17,7 @@ mod gpu_runtime;
 mod import_cli;
 mod interpreter;
 mod jit_level;
+mod lane_dot_products;
 mod layering;
 mod mlir_oracle;
 pub mod numerics;

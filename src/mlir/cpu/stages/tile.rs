@@ -16,12 +16,12 @@ use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::{walk, WalkedOp};
 use crate::mlir::cpu::cpu_model::CpuModel;
 use crate::mlir::cpu::strategy::{
-    balance_threads, cache_order, choose, choose_vector, group_register_sizes, register_order,
-    reuse_broadcast_rows, thread_chunks, transpose_blocks, VectorUnit, MIN_PANEL_READERS,
-    TILE_SIZES, TRANSPOSE, VECTOR_SIZES,
+    balance_threads, cache_order, choose, choose_vector, group_register_sizes, lane_dot_rows,
+    register_order, reuse_broadcast_rows, thread_chunks, transpose_blocks, VectorUnit,
+    MIN_LANE_DOT_READERS, MIN_PANEL_READERS, TILE_SIZES, TRANSPOSE, VECTOR_SIZES,
 };
 use crate::mlir::cpu::tuning::{annotate, i64_array, kernel_key, Source, StageTuning, KEEP_LAYOUT};
-use crate::mlir::pipeline::loop_nest::{loops, map_results, Loops, PARALLEL};
+use crate::mlir::pipeline::loop_nest::{divisor_at_most, loops, map_results, Loops, PARALLEL};
 use crate::mlir::pipeline::schedule::{
     apply_schedule, match_each, Author, SCHEDULE_HEAD, SCHEDULE_TAIL,
 };
@@ -47,6 +47,13 @@ const PACK_PANELS: &str = "tessera-pack-panels";
 /// when rows a multiple of 512 bytes apart would share a few L1 sets
 /// (src/mlir/cpu/cxx/constant_row_padding.cpp).
 const PAD_ROWS: &str = "tessera-pad-constant-rows";
+
+/// Computes the matmuls marked [`LANE_DOTS`] as dot products with K in the vector lanes
+/// (src/mlir/cpu/cxx/lane_dot_products.cpp).
+const LANE_DOT_PRODUCTS: &str = "tessera-lane-dot-products";
+
+/// Marks a matmul for [`LANE_DOT_PRODUCTS`] with its register tile's rows and lanes.
+const LANE_DOTS: &str = "tessera.lane_dot_products";
 
 /// Marks each op to tile for the schedule, which matches it by this attribute.
 const MARKER: &str = "tessera.tile_id";
@@ -411,6 +418,46 @@ fn broadcasts_along_rows(op: &WalkedOp<'_>, loops: &Loops) -> bool {
     (0..inputs).any(|i| op.operand_uses_loop(i, rank - 1) && !op.operand_uses_loop(i, rank - 2))
 }
 
+/// The register tile's rows and the cache tile's rows (0: untiled) with which f32 matmul `op`
+/// (with `loops`) is computed as dot products with K in the lanes, when the strategy says so
+/// ([`lane_dot_rows`]) and its B is a constant (transposed at compile time) or its A, traced
+/// through the tiles it is a slice of, has [`MIN_LANE_DOT_READERS`] rows per register tile
+/// row (B is transposed as the call runs). Cache tiles of at most 64 rows, a multiple of the
+/// register tile's where M allows, give threads their share.
+fn lane_dot_tile(op: &WalkedOp<'_>, loops: &Loops, unit: VectorUnit) -> Option<(i64, i64)> {
+    if op.name() != "linalg.matmul" || op.operand_element_types().iter().any(|t| t != "f32") {
+        return None;
+    }
+    let rows = lane_dot_rows(loops, unit)?;
+    // The value operand `index` reads seen through the slices it is a tile of: the op that
+    // defines it, if any, and its static shape.
+    let source = |index: usize| {
+        let mut shape = op.shapes().0.get(index).cloned().flatten();
+        let mut producer = op.operand_producer(index);
+        while let Some(slice) = producer.take() {
+            if slice.name() != "tensor.extract_slice" {
+                producer = Some(slice);
+                break;
+            }
+            shape = slice.shapes().0.first().cloned().flatten();
+            producer = slice.operand_producer(0);
+        }
+        (producer, shape.unwrap_or_default())
+    };
+    let constant_b = source(1).0.is_some_and(|p| p.name() == "arith.constant");
+    let a_rows = source(0).1.first().copied().unwrap_or(0);
+    if !constant_b && a_rows < MIN_LANE_DOT_READERS * rows {
+        return None;
+    }
+    let extent = loops.0[0].0;
+    let cache_rows = match extent {
+        ..=64 => 0,
+        _ if extent % rows == 0 => rows * divisor_at_most(extent / rows, 64 / rows),
+        _ => divisor_at_most(extent, 64),
+    };
+    Some((rows, cache_rows))
+}
+
 /// The position, among the loops tiling `loops` by `sizes` in `order` (outermost first, as
 /// `tile_using_for` returns them), of the first over a parallel dimension with more than one
 /// tile: the loop `tessera-parallelize` may split. A loop of one tile (NHWC's batch of 1)
@@ -532,6 +579,7 @@ impl Stage for Tile {
             run_upstream(env, &mut module, TILE_GROUPS, self.name())?;
         }
         let mut count = 0;
+        let mut lane_dot_count = 0;
         walk(&module, |op| {
             // The register groups' tiles, tiled already.
             if op.attribute(VECTORIZE).is_some() {
@@ -548,8 +596,26 @@ impl Stage for Tile {
                             .collect::<Vec<i64>>()
                     })
             };
+            let lane_dots = match &forced {
+                None if pinned(TILE_SIZES).is_none() && pinned(VECTOR_SIZES).is_none() => {
+                    lane_dot_tile(op, &op_loops, unit)
+                }
+                _ => None,
+            };
+            if let Some((rows, _)) = lane_dots {
+                lane_dot_count += 1;
+                let mark = format!("array<i64: {rows}, {}>", unit.lanes);
+                if let Some(mark) = Attribute::parse(ctx, &mark) {
+                    op.set_attribute(LANE_DOTS, mark);
+                }
+            }
             // Sizes, and the cache loops' order where a tuning cache decided it.
             let (cache, register, tuned_order) = match &forced {
+                None if lane_dots.is_some() => (
+                    lane_dots.map_or_else(Vec::new, |(_, cache_rows)| vec![cache_rows, 0, 0]),
+                    None,
+                    None,
+                ),
                 Some(forced) => (
                     (0..op_loops.0.len())
                         .map(|i| forced.get(i).copied().unwrap_or(0))
@@ -677,6 +743,9 @@ impl Stage for Tile {
         walk(&module, |op| {
             op.remove_attribute(MARKER);
         });
+        if lane_dot_count > 0 {
+            run_upstream(env, &mut module, LANE_DOT_PRODUCTS, self.name())?;
+        }
         if forced.is_none() {
             run_upstream(
                 env,
