@@ -81,6 +81,12 @@ const LOWERING_SCHEDULE: &str = r#"module attributes {transform.with_named_seque
 }
 "#;
 
+/// Last, what each loop computes the same at every step moves out of it: on tensors a read
+/// is pure, so a row's value that a loop over the row's vectors reads and transforms
+/// (softmax's reciprocal of the row's sum) is read and computed once; after bufferization
+/// LLVM could not hoist it past the loop's stores (a scalar division per vector).
+const LICM: &str = "loop-invariant-code-motion";
+
 /// The floating-point ops LLVM may contract into fused multiply-adds once they carry the
 /// `contract` fast-math flag: a multiply feeding an add or subtract (in vector code and in
 /// scalar loops alike) becomes one FMA instruction, rounded once.
@@ -140,6 +146,7 @@ impl Stage for Vectorize {
             self.name(),
             Author::Stage,
         )?;
+        run_upstream(env, &mut module, LICM, self.name())?;
         let ctx = env.context.context();
         let mut invalid = None;
         walk(&module, |op| {
