@@ -46,6 +46,8 @@ extern "C" {
     fn tesseraRegisterPanelPackingPass();
     /// Registers `tessera-lane-dot-products` (src/mlir/cpu/cxx/lane_dot_products.cpp).
     fn tesseraRegisterLaneDotProductsPass();
+    /// Registers `tessera-hoist-invariant-code` (src/mlir/cpu/cxx/invariant_code_hoisting.cpp).
+    fn tesseraRegisterInvariantCodeHoistingPass();
     /// Registers `tessera-tile-register-groups` (src/mlir/cpu/cxx/register_groups.cpp).
     fn tesseraRegisterRegisterGroupsPass();
     /// Registers `tessera-prefetch-next-tiles` (src/mlir/cpu/cxx/next_tile_prefetch.cpp).
@@ -110,6 +112,7 @@ impl MlirContext {
                 tesseraRegisterConstantRowPaddingPass();
                 tesseraRegisterPanelPackingPass();
                 tesseraRegisterLaneDotProductsPass();
+                tesseraRegisterInvariantCodeHoistingPass();
                 tesseraRegisterRegisterGroupsPass();
                 tesseraRegisterPrefetchNextTilesPass();
                 tesseraRegisterFormGpuKernelsPass();

@@ -781,6 +781,31 @@ mod tests {
     const L2: i64 = 1 << 20;
 
     #[test]
+    fn narrow_matmuls_put_k_in_the_lanes() {
+        let matmul = |m: i64, n: i64, k: i64| Loops(vec![(m, false), (n, false), (k, true)]);
+        let (wide, narrow) = (VectorUnit::AVX512, VectorUnit::AVX2);
+        // The seed MLP's N = 10: 2 rows of 10 accumulators beside 2 pieces of A and one of
+        // Bt with AVX-512's 32 registers, 1 row with AVX2's 16.
+        assert_eq!(lane_dot_rows(&matmul(4096, 10, 784), wide), Some(2));
+        assert_eq!(lane_dot_rows(&matmul(4096, 10, 784), narrow), Some(1));
+        // One column: 8 rows, the accumulators two pipes of latency 4 keep busy; capped by M.
+        assert_eq!(lane_dot_rows(&matmul(64, 1, 256), wide), Some(8));
+        assert_eq!(lane_dot_rows(&matmul(3, 1, 256), wide), Some(3));
+        // Lanes filled (16 of 16, 8 of 8), more than three quarters (13 of 16), N over 16,
+        // or K under four registers: N stays in the lanes.
+        assert_eq!(lane_dot_rows(&matmul(64, 16, 784), wide), None);
+        assert_eq!(lane_dot_rows(&matmul(64, 8, 784), narrow), None);
+        assert_eq!(lane_dot_rows(&matmul(64, 13, 784), wide), None);
+        assert_eq!(lane_dot_rows(&matmul(64, 20, 784), narrow), None);
+        assert_eq!(lane_dot_rows(&matmul(64, 10, 48), wide), None);
+        // Not a matmul's loops.
+        assert_eq!(
+            lane_dot_rows(&Loops(vec![(64, false), (10, false)]), wide),
+            None
+        );
+    }
+
+    #[test]
     fn convolution_tiles_divide_among_the_threads() {
         let conv = |h: i64, f: i64| {
             Loops(vec![

@@ -84,8 +84,10 @@ const LOWERING_SCHEDULE: &str = r#"module attributes {transform.with_named_seque
 /// Last, what each loop computes the same at every step moves out of it: on tensors a read
 /// is pure, so a row's value that a loop over the row's vectors reads and transforms
 /// (softmax's reciprocal of the row's sum) is read and computed once; after bufferization
-/// LLVM could not hoist it past the loop's stores (a scalar division per vector).
-const LICM: &str = "loop-invariant-code-motion";
+/// LLVM could not hoist it past the loop's stores (a scalar division per vector). Upstream's
+/// `loop-invariant-code-motion` also hoisted `tensor.empty` out of parallel row loops: one
+/// buffer for every iteration, shared by the threads (src/mlir/cpu/cxx/invariant_code_hoisting.cpp).
+const LICM: &str = "tessera-hoist-invariant-code";
 
 /// The floating-point ops LLVM may contract into fused multiply-adds once they carry the
 /// `contract` fast-math flag: a multiply feeding an add or subtract (in vector code and in
