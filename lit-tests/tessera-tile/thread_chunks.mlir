@@ -33,3 +33,18 @@ func.func @odd(%a: tensor<128x3072xf32>, %b: tensor<3072x192xf32>, %c: tensor<12
   %y = linalg.matmul ins(%a, %b : tensor<128x3072xf32>, tensor<3072x192xf32>) outs(%c : tensor<128x192xf32>) -> tensor<128x192xf32>
   return %y : tensor<128x192xf32>
 }
+
+// Attention's p . v: K blocked by 256, its 512 rows and 64 columns whole in one cache tile, so
+// no loop had several tiles and the matmul ran on one thread. On two threads its rows are cut
+// into two runs of 256 (whole register tiles of 8 rows), the outermost loop and the parallel
+// one, K blocks inside.
+// CHECK-LABEL: func.func @rows_whole
+// CHECK: scf.for %[[HALF:.*]] = %c0{{.*}} to %c512{{.*}} step %c256
+// CHECK: scf.for {{.*}} = %c0{{.*}} to %c512{{.*}} step %c256
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[HALF]], 0] [256, 64]
+// CHECK-NEXT: scf.yield
+// CHECK-NEXT: } {tessera.parallel}
+func.func @rows_whole(%a: tensor<512x512xf32>, %b: tensor<512x64xf32>, %c: tensor<512x64xf32>) -> tensor<512x64xf32> {
+  %y = linalg.matmul ins(%a, %b : tensor<512x512xf32>, tensor<512x64xf32>) outs(%c : tensor<512x64xf32>) -> tensor<512x64xf32>
+  return %y : tensor<512x64xf32>
+}

@@ -670,8 +670,21 @@ impl Stage for Tile {
                 tuned_order.unwrap_or_else(|| cache_order(&name, &op_loops, &cache, l2_bytes));
             let chunks = match forced {
                 Some(_) => None,
-                None => thread_chunks(&op_loops, &cache, &cache_loops, threads),
+                None => thread_chunks(
+                    &op_loops,
+                    &cache,
+                    register.as_deref(),
+                    &cache_loops,
+                    threads,
+                ),
             };
+            // A cache tile that spanned a loop the threads now split spans one run of it.
+            let mut cache = cache;
+            for (size, run) in cache.iter_mut().zip(chunks.iter().flatten()) {
+                if *run != 0 && *size > *run {
+                    *size = *run;
+                }
+            }
             let identity: Vec<usize> = (0..op_loops.0.len()).collect();
             let orders = [identity, cache_loops, register_order(&name, &op_loops)];
             let levels: Vec<(Vec<i64>, Vec<usize>)> = [chunks, Some(cache), register]
