@@ -10,7 +10,8 @@
 //! matmul's other B when the call runs where enough tiles read it), and constants still read
 //! row by row whose rows alias in the L1 get padded rows ([`PAD_ROWS`]). With `threads=N`, a
 //! matmul whose cache tiles run a reduction outermost is first cut into one run of columns
-//! per thread (`thread_chunks`). Precondition: linalg on tensors.
+//! per thread (of its longest parallel loop, in whole register tiles, where none has several
+//! cache tiles: `thread_chunks`). Precondition: linalg on tensors.
 
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::{walk, WalkedOp};
