@@ -62,10 +62,11 @@ func.func @rows_of_256_bytes(%a: tensor<8x4xf32>, %e: tensor<8x64xf32>) -> tenso
   return %t : tensor<8x64xf32>
 }
 
-// A B that is not a constant, read by 16 register tiles of 4 rows (64 rows; 8 are enough), is
-// copied into panels of 16 columns when the call runs, before the matmul's tiles: row by row,
-// each row's 16-column pieces into their panels, the rows a parallel loop (tessera-parallelize
-// may split it among threads); each tile reads its row of its panel.
+// A B that is not a constant, read by 10 register tiles of 6 rows and one of 4 (64 rows split
+// 60 + 4 for AVX2's 6-row tiles; 8 readers are enough), is copied into panels of 16 columns
+// when the call runs, before the matmul's tiles: row by row, each row's 16-column pieces into
+// their panels, the rows a parallel loop (tessera-parallelize may split it among threads);
+// each tile of both parts reads its row of its panel from the one copy.
 // CHECK-LABEL: func.func @runtime_panels(
 // CHECK-SAME: %[[A:[^:]*]]: tensor<64x4xf32>, %[[W:[^:]*]]: tensor<4x512xf32>
 // CHECK: %[[EMPTY:.*]] = tensor.empty() : tensor<32x4x16xf32>
@@ -75,8 +76,12 @@ func.func @rows_of_256_bytes(%a: tensor<8x4xf32>, %e: tensor<8x64xf32>) -> tenso
 // CHECK: %[[PIECE:.*]] = vector.transfer_read %[[W]][%[[ROW]], %[[COLUMN]]], %{{.*}} {in_bounds = [true]} : tensor<4x512xf32>, vector<16xf32>
 // CHECK: vector.transfer_write %[[PIECE]], %[[INNER]][%[[PANEL]], %[[ROW]], %{{.*}}] {in_bounds = [true]} : vector<16xf32>, tensor<32x4x16xf32>
 // CHECK: } {tessera.parallel}
+// CHECK-NOT: tensor<32x4x16xf32>
 // CHECK: %[[TILE:.*]] = tensor.extract_slice %[[PANELS]][%{{.*}}, %{{.*}}, 0] [1, 1, 16] [1, 1, 1] : tensor<32x4x16xf32> to tensor<1x16xf32>
-// CHECK: linalg.matmul {tessera.vectorize} ins(%{{.*}}, %[[TILE]] : tensor<4x1xf32>, tensor<1x16xf32>)
+// CHECK: linalg.matmul {tessera.vectorize} ins(%{{.*}}, %[[TILE]] : tensor<6x1xf32>, tensor<1x16xf32>)
+// CHECK-NOT: tensor.empty() : tensor<32x4x16xf32>
+// CHECK: %[[TAIL:.*]] = tensor.extract_slice %[[PANELS]][%{{.*}}, %{{.*}}, 0] [1, 1, 16] [1, 1, 1] : tensor<32x4x16xf32> to tensor<1x16xf32>
+// CHECK: linalg.matmul {tessera.vectorize} ins(%{{.*}}, %[[TAIL]] : tensor<4x1xf32>, tensor<1x16xf32>)
 func.func @runtime_panels(%a: tensor<64x4xf32>, %w: tensor<4x512xf32>, %c: tensor<64x512xf32>) -> tensor<64x512xf32> {
   %y = linalg.matmul ins(%a, %w : tensor<64x4xf32>, tensor<4x512xf32>) outs(%c : tensor<64x512xf32>) -> tensor<64x512xf32>
   return %y : tensor<64x512xf32>

@@ -242,11 +242,12 @@ impl CpuModel {
         }
     }
 
-    /// The vector unit register tiles are sized for.
+    /// The vector unit register tiles are sized for, with the accumulators its pipes need.
     pub fn vector_unit(&self) -> VectorUnit {
         VectorUnit {
             lanes: self.lanes,
             registers: self.registers,
+            in_flight: self.accumulators_in_flight(),
         }
     }
 
@@ -359,7 +360,10 @@ mod tests {
         );
         assert_eq!(
             CpuModel::named(Some("znver3"), None).vector_unit(),
-            VectorUnit::AVX2
+            VectorUnit {
+                in_flight: 8,
+                ..VectorUnit::AVX2
+            }
         );
         let avx2 = CpuModel::named(Some("haswell"), Some("+avx2,+fma"));
         assert_eq!(avx2.vector_unit(), VectorUnit::AVX2);

@@ -26,6 +26,7 @@ mod onnx_fuzz;
 mod reference_docs;
 mod regressions;
 mod roundtrip;
+mod row_split;
 mod run_cli;
 mod sensitivity;
 mod snapshots;

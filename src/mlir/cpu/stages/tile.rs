@@ -18,8 +18,9 @@ use crate::mlir::bridge::walk::{walk, WalkedOp};
 use crate::mlir::cpu::cpu_model::CpuModel;
 use crate::mlir::cpu::strategy::{
     balance_threads, cache_order, choose, choose_vector, group_register_sizes, lane_dot_rows,
-    register_order, reuse_broadcast_rows, thread_chunks, transpose_blocks, VectorUnit,
-    MIN_LANE_DOT_READERS, MIN_PANEL_READERS, TILE_SIZES, TRANSPOSE, VECTOR_SIZES,
+    matmul_row_split, register_order, reuse_broadcast_rows, thread_chunks, transpose_blocks,
+    whole_register_rows, VectorUnit, MIN_LANE_DOT_READERS, MIN_PANEL_READERS, TILE_SIZES,
+    TRANSPOSE, VECTOR_SIZES,
 };
 use crate::mlir::cpu::tuning::{annotate, i64_array, kernel_key, Source, StageTuning, KEEP_LAYOUT};
 use crate::mlir::pipeline::loop_nest::{divisor_at_most, loops, map_results, Loops, PARALLEL};
@@ -407,6 +408,80 @@ fn split_reductions(
     Ok(())
 }
 
+/// Marks the matmuls to split along their rows for the row-split schedule, with the row
+/// at which the second part starts.
+const SPLIT_ROWS: &str = "tessera.split_rows";
+
+/// Splits the f32 matmuls of `module` whose rows the strategy splits ([`matmul_row_split`]:
+/// most rows in the unit's whole register tiles, the rest in a part of their own) and that
+/// have no pinned sizes, no entry in the `tuning` cache (its choices are for the whole op) and
+/// are not computed with K in the lanes. An op that cannot be split stays as it is (its
+/// failure is suppressed).
+fn split_matmul_rows(
+    env: &StageEnv<'_, '_>,
+    module: &mut melior::ir::Module<'_>,
+    unit: VectorUnit,
+    tuning: Option<&StageTuning>,
+    stage: &str,
+) -> Result<(), Vec<Diagnostic>> {
+    let ctx = env.context.context();
+    let i64_type = IntegerType::new(ctx, 64).into();
+    let mut heads = std::collections::BTreeSet::new();
+    walk(module, |op| {
+        let Some(op_loops) = loops(op) else { return };
+        let head = (op.name() == "linalg.matmul"
+            && op.operand_element_types().iter().all(|t| t == "f32")
+            && op.attribute(TILE_SIZES).is_none()
+            && op.attribute(VECTOR_SIZES).is_none()
+            && lane_dot_tile(op, &op_loops, unit).is_none()
+            && !tuning.is_some_and(|tuning| {
+                let key = kernel_key(op, &op_loops);
+                tuning
+                    .cache
+                    .tiles(&tuning.target, &key)
+                    .is_some_and(|choice| choice.fits(&op_loops).is_ok())
+            }))
+        .then(|| {
+            let a_rows = traced_operand(op, 0).1.first().copied().unwrap_or(0);
+            matmul_row_split(&op_loops, a_rows, unit)
+        })
+        .flatten();
+        if let Some(head) = head {
+            op.set_attribute(SPLIT_ROWS, IntegerAttribute::new(i64_type, head).into());
+            heads.insert(head);
+        }
+    });
+    if heads.is_empty() {
+        return Ok(());
+    }
+    let any = "!transform.any_op";
+    let mut schedule = String::from(SCHEDULE_HEAD);
+    for head in heads {
+        let _ = writeln!(
+            schedule,
+            "    %rows{head} = transform.structured.match ops{{[\"linalg.matmul\"]}} attributes {{{SPLIT_ROWS} = {head} : i64}} in %root : ({any}) -> {any}
+    transform.foreach %rows{head} : {any} {{
+    ^bb0(%op: {any}):
+      transform.sequence %op : {any} failures(suppress) {{
+      ^bb1(%o: {any}):
+        %head{head}, %tail{head} = transform.structured.split %o after {head} {{dimension = 0}} : {any}
+      }}
+    }}"
+        );
+    }
+    schedule.push_str(SCHEDULE_TAIL);
+    apply_schedule(
+        env,
+        module,
+        &schedule,
+        "of tessera-tile",
+        stage,
+        Author::Stage,
+    )?;
+    walk(module, |op| op.remove_attribute(SPLIT_ROWS));
+    Ok(())
+}
+
 /// Whether elementwise `op` (a `linalg.generic` over `loops`, none reduced) reads an input
 /// broadcast along its second-innermost loop: indexed by the innermost loop but not by that
 /// one (a per-channel row over NHWC pixels).
@@ -417,6 +492,22 @@ fn broadcasts_along_rows(op: &WalkedOp<'_>, loops: &Loops) -> bool {
     }
     let inputs = op.operand_count().saturating_sub(op.result_count());
     (0..inputs).any(|i| op.operand_uses_loop(i, rank - 1) && !op.operand_uses_loop(i, rank - 2))
+}
+
+/// The value `op`'s operand `index` reads seen through the slices it is a tile of: the op
+/// that defines it, if any, and its static shape (empty where it has none).
+fn traced_operand<'c>(op: &WalkedOp<'c>, index: usize) -> (Option<WalkedOp<'c>>, Vec<i64>) {
+    let mut shape = op.shapes().0.get(index).cloned().flatten();
+    let mut producer = op.operand_producer(index);
+    while let Some(slice) = producer.take() {
+        if slice.name() != "tensor.extract_slice" {
+            producer = Some(slice);
+            break;
+        }
+        shape = slice.shapes().0.first().cloned().flatten();
+        producer = slice.operand_producer(0);
+    }
+    (producer, shape.unwrap_or_default())
 }
 
 /// The register tile's rows and the cache tile's rows (0: untiled) with which f32 matmul `op`
@@ -430,23 +521,10 @@ fn lane_dot_tile(op: &WalkedOp<'_>, loops: &Loops, unit: VectorUnit) -> Option<(
         return None;
     }
     let rows = lane_dot_rows(loops, unit)?;
-    // The value operand `index` reads seen through the slices it is a tile of: the op that
-    // defines it, if any, and its static shape.
-    let source = |index: usize| {
-        let mut shape = op.shapes().0.get(index).cloned().flatten();
-        let mut producer = op.operand_producer(index);
-        while let Some(slice) = producer.take() {
-            if slice.name() != "tensor.extract_slice" {
-                producer = Some(slice);
-                break;
-            }
-            shape = slice.shapes().0.first().cloned().flatten();
-            producer = slice.operand_producer(0);
-        }
-        (producer, shape.unwrap_or_default())
-    };
-    let constant_b = source(1).0.is_some_and(|p| p.name() == "arith.constant");
-    let a_rows = source(0).1.first().copied().unwrap_or(0);
+    let constant_b = traced_operand(op, 1)
+        .0
+        .is_some_and(|p| p.name() == "arith.constant");
+    let a_rows = traced_operand(op, 0).1.first().copied().unwrap_or(0);
     if !constant_b && a_rows < MIN_LANE_DOT_READERS * rows {
         return None;
     }
@@ -555,10 +633,6 @@ impl Stage for Tile {
             ));
         }
         let ctx = env.context.context();
-        if forced.is_none() {
-            split_reductions(env, &mut module, self.name())?;
-        }
-        let mut tiles = String::new();
         let unit = match options
             .choice("unit", &["avx2", "avx512"])
             .map_err(|e| stage_error(self.name(), e))?
@@ -576,6 +650,11 @@ impl Stage for Tile {
         let unit_name = if unit.lanes >= 16 { "avx512" } else { "avx2" };
         let tuning = StageTuning::from_options(options, unit_name, l2_bytes, threads)
             .map_err(|e| stage_error(self.name(), e))?;
+        if forced.is_none() {
+            split_reductions(env, &mut module, self.name())?;
+            split_matmul_rows(env, &mut module, unit, tuning.as_ref(), self.name())?;
+        }
+        let mut tiles = String::new();
         if forced.is_none() && mark_register_groups(&module, ctx, unit) > 0 {
             run_upstream(env, &mut module, TILE_GROUPS, self.name())?;
         }
@@ -636,6 +715,9 @@ impl Stage for Tile {
                 None => {
                     let cache = pinned(TILE_SIZES).unwrap_or_else(|| {
                         let mut tiles = choose(&name, &op_loops, l2_bytes);
+                        if name == "linalg.matmul" {
+                            whole_register_rows(&mut tiles, &op_loops, unit);
+                        }
                         if broadcasts_along_rows(op, &op_loops) {
                             reuse_broadcast_rows(&mut tiles, &op_loops);
                         }
