@@ -12,8 +12,10 @@
 //! row of 16 lanes for elementwise ops, whole rows for reductions, for matmul an outer-product
 //! accumulator tile with K stepped by 1 sized for the target's vector registers (two registers
 //! wide, up to 6 rows with AVX2's 16 registers of 8 lanes and 14 with AVX-512's 32 of 16, the
-//! rows dividing the cache tile's: `matmul_rows`), and the same kind of tile of output pixels
-//! by output channels for a convolution, its input channels stepped by 1. Along the vector
+//! rows dividing the cache tile's: `matmul_rows`; where those are short, the matmul's rows are
+//! split into a part of whole tiles and a rest: `matmul_row_split`), and the same kind of
+//! tile of output pixels by output channels for a convolution, its input channels stepped
+//! by 1. Along the vector
 //! lanes a power of two is preferred where it fills half a register or takes no more register
 //! operations (`register_width`). Tuning lives here and only here.
 

@@ -4,7 +4,8 @@
 //! to ops that have none; `sizes=` gives the cache sizes of every op and skips the register
 //! level; the strategy also orders each level's loops (`interchange`). Before that, long row
 //! reductions are split (`split_reduction`) so that they accumulate in vector lanes (see
-//! [`SPLIT_LANES`]) and register groups (a convolution, its fill and its fused epilogue) are
+//! [`SPLIT_LANES`]), matmuls whose rows would take short register tiles are split along them
+//! (`split_matmul_rows`), and register groups (a convolution, its fill and its fused epilogue) are
 //! tiled as one ([`TILE_GROUPS`]); after it, the weights register tiles read a few columns at a
 //! time are packed in panels of those columns ([`PACK_PANELS`]: constants at compile time, a
 //! matmul's other B when the call runs where enough tiles read it), and constants still read
