@@ -407,6 +407,11 @@ mod tests {
         assert_eq!(host.source, ModelSource::Host);
         assert!(!host.cpu.is_empty());
         assert!(host.l2_bytes > 0 && host.l1d_bytes > 0 && host.cores >= 1);
-        assert_eq!(host.vector_unit(), host_vector_unit());
+        let unit = host.vector_unit();
+        assert_eq!(
+            (unit.lanes, unit.registers),
+            (host_vector_unit().lanes, host_vector_unit().registers)
+        );
+        assert_eq!(unit.in_flight, host.accumulators_in_flight());
     }
 }
