@@ -375,38 +375,13 @@ fn split_reductions(
         let rank = op.shapes().1.first().cloned().flatten().map(|s| s.len());
         if let (true, Some(rank)) = (qualifies, rank) {
             op.set_attribute(SPLIT, IntegerAttribute::new(i64_type, rank as i64).into());
-            ranks.insert(rank);
+            ranks.insert(rank as i64);
         }
     });
-    if ranks.is_empty() {
-        return Ok(());
-    }
-    let any = "!transform.any_op";
-    let mut schedule = String::from(SCHEDULE_HEAD);
-    for rank in ranks {
-        let _ = writeln!(
-            schedule,
-            "    %split{rank} = transform.structured.match ops{{[\"linalg.generic\"]}} attributes {{{SPLIT} = {rank} : i64}} in %root : ({any}) -> {any}
-    transform.foreach %split{rank} : {any} {{
-    ^bb0(%op: {any}):
-      transform.sequence %op : {any} failures(suppress) {{
-      ^bb1(%o: {any}):
-        %init{rank}, %fill{rank}, %partial{rank}, %combine{rank} = transform.structured.split_reduction %o {{split_factor = {SPLIT_LANES}, insert_split_dimension = {rank}, inner_parallel}} : ({any}) -> ({any}, {any}, {any}, {any})
-      }}
-    }}"
-        );
-    }
-    schedule.push_str(SCHEDULE_TAIL);
-    apply_schedule(
-        env,
-        module,
-        &schedule,
-        "of tessera-tile",
-        stage,
-        Author::Stage,
-    )?;
-    walk(module, |op| op.remove_attribute(SPLIT));
-    Ok(())
+    transform_marked(env, module, stage, "linalg.generic", SPLIT, ranks, |rank| {
+        let any = "!transform.any_op";
+        format!("%init{rank}, %fill{rank}, %partial{rank}, %combine{rank} = transform.structured.split_reduction %o {{split_factor = {SPLIT_LANES}, insert_split_dimension = {rank}, inner_parallel}} : ({any}) -> ({any}, {any}, {any}, {any})")
+    })
 }
 
 /// Marks the matmuls to split along their rows for the row-split schedule, with the row
@@ -452,22 +427,48 @@ fn split_matmul_rows(
             heads.insert(head);
         }
     });
-    if heads.is_empty() {
+    transform_marked(
+        env,
+        module,
+        stage,
+        "linalg.matmul",
+        SPLIT_ROWS,
+        heads,
+        |head| {
+            format!("%head{head}, %tail{head} = transform.structured.split %o after {head} {{dimension = 0}} : !transform.any_op")
+        },
+    )
+}
+
+/// Applies to each `op_name` op of `module` marked `mark = v : i64`, for each `v` of `values`,
+/// the transform `transform(v)` writes (on the op's handle `%o`), with its failures suppressed
+/// (an op that cannot be transformed stays as it is); then removes the marks.
+fn transform_marked(
+    env: &StageEnv<'_, '_>,
+    module: &mut melior::ir::Module<'_>,
+    stage: &str,
+    op_name: &str,
+    mark: &str,
+    values: std::collections::BTreeSet<i64>,
+    transform: impl Fn(i64) -> String,
+) -> Result<(), Vec<Diagnostic>> {
+    if values.is_empty() {
         return Ok(());
     }
     let any = "!transform.any_op";
     let mut schedule = String::from(SCHEDULE_HEAD);
-    for head in heads {
+    for value in values {
         let _ = writeln!(
             schedule,
-            "    %rows{head} = transform.structured.match ops{{[\"linalg.matmul\"]}} attributes {{{SPLIT_ROWS} = {head} : i64}} in %root : ({any}) -> {any}
-    transform.foreach %rows{head} : {any} {{
+            "    %marked{value} = transform.structured.match ops{{[\"{op_name}\"]}} attributes {{{mark} = {value} : i64}} in %root : ({any}) -> {any}
+    transform.foreach %marked{value} : {any} {{
     ^bb0(%op: {any}):
       transform.sequence %op : {any} failures(suppress) {{
       ^bb1(%o: {any}):
-        %head{head}, %tail{head} = transform.structured.split %o after {head} {{dimension = 0}} : {any}
+        {}
       }}
-    }}"
+    }}",
+            transform(value)
         );
     }
     schedule.push_str(SCHEDULE_TAIL);
@@ -479,7 +480,7 @@ fn split_matmul_rows(
         stage,
         Author::Stage,
     )?;
-    walk(module, |op| op.remove_attribute(SPLIT_ROWS));
+    walk(module, |op| op.remove_attribute(mark));
     Ok(())
 }
 
