@@ -15,9 +15,8 @@
 //! rows dividing the cache tile's: `matmul_rows`; where those are short, the matmul's rows are
 //! split into a part of whole tiles and a rest: `matmul_row_split`), and the same kind of
 //! tile of output pixels by output channels for a convolution, its input channels stepped
-//! by 1. Along the vector
-//! lanes a power of two is preferred where it fills half a register or takes no more register
-//! operations (`register_width`). Tuning lives here and only here.
+//! by 1. Along the vector lanes a power of two is preferred where it fills half a register or
+//! takes no more register operations (`register_width`). Tuning lives here and only here.
 
 use crate::mlir::pipeline::loop_nest::{divisor_at_most, Loops};
 
@@ -118,8 +117,9 @@ pub fn matmul_row_split(loops: &Loops, a_rows: i64, unit: VectorUnit) -> Option<
 }
 
 /// Makes the cache tile rows of matmul `loops` (`tiles[0]`, where tiled) a multiple of the
-/// unit's register tile rows where M is one and the rows the cache tile has now take fewer
-/// (the first part of a split by [`matmul_row_split`]): the most such rows up to the
+/// unit's register tile rows where M is one and the rows the cache tile has now are short by
+/// the split's own measure ([`short_register_rows`]; the first part of a split by
+/// [`matmul_row_split`]), so AVX-512 keeps its choices: the most such rows up to the
 /// strategy's 16 rounded up to whole register tiles. With AVX2 (up to 18), 1020 rows took
 /// cache tiles of 15 and register tiles of 5, now 12 and 6; 126 rows 14 and 2, now 18 and 6.
 pub fn whole_register_rows(tiles: &mut [i64], loops: &Loops, unit: VectorUnit) {
@@ -127,7 +127,7 @@ pub fn whole_register_rows(tiles: &mut [i64], loops: &Loops, unit: VectorUnit) {
         return;
     };
     let (most, _) = unit.matmul_tile();
-    if tiles[0] != 0 && rows % most == 0 && matmul_rows(tiles[0], unit) < most {
+    if tiles[0] != 0 && rows % most == 0 && short_register_rows(tiles[0], unit) {
         tiles[0] = most * divisor_at_most(rows / most, (CACHE_ROWS + most - 1) / most);
     }
 }
@@ -939,6 +939,11 @@ mod tests {
         whole_register_rows(&mut tiles, &matmul(1020, 1024, 1024), avx2);
         assert_eq!(tiles[0], 12);
         assert_eq!(matmul_rows(tiles[0], avx2), 6);
+        // AVX-512's 16-row tiles of a 112-row product take 8 rows, enough: they stay.
+        let mut tiles = choose("linalg.matmul", &matmul(1792, 1024, 1024), L2);
+        assert_eq!(tiles[0], 16);
+        whole_register_rows(&mut tiles, &matmul(1792, 1024, 1024), wide);
+        assert_eq!(tiles[0], 16);
     }
 
     #[test]
