@@ -8,6 +8,7 @@ mod cli;
 mod common;
 mod compile_check;
 mod compiler_fuzz;
+mod exp_accuracy;
 mod external_tensors;
 mod fusion_reports;
 mod fuzz;
