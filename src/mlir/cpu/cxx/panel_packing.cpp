@@ -186,8 +186,35 @@ bool definedOutsideLoops(mlir::Value value) {
   return llvm::isa_and_nonnull<mlir::func::FuncOp>(block->getParentOp());
 }
 
-/// Whether matmul tile `op`'s A, traced to the whole tensor it is a slice of, has at least
-/// `readers` times the tile's rows: each panel of B is then read by that many tiles.
+/// The iterations of the loops around where `value` is defined (static trip counts; a
+/// dynamic loop counts once): each computes `value` anew.
+int64_t enclosingIterations(mlir::Value value) {
+  auto trips = [](llvm::ArrayRef<mlir::OpFoldResult> lower, llvm::ArrayRef<mlir::OpFoldResult> upper,
+                  llvm::ArrayRef<mlir::OpFoldResult> step) {
+    int64_t count = 1;
+    for (auto [l, u, s] : llvm::zip(lower, upper, step)) {
+      std::optional<int64_t> lo = mlir::getConstantIntValue(l), hi = mlir::getConstantIntValue(u),
+                             by = mlir::getConstantIntValue(s);
+      if (lo && hi && by && *by > 0 && *hi > *lo)
+        count *= (*hi - *lo + *by - 1) / *by;
+    }
+    return count;
+  };
+  int64_t count = 1;
+  for (mlir::Operation *op = value.getParentBlock()->getParentOp(); op;
+       op = op->getParentOp()) {
+    if (auto loop = llvm::dyn_cast<mlir::scf::ForOp>(op))
+      count *= trips({loop.getLowerBound()}, {loop.getUpperBound()}, {loop.getStep()});
+    else if (auto loop = llvm::dyn_cast<mlir::scf::ForallOp>(op))
+      count *= trips(loop.getMixedLowerBound(), loop.getMixedUpperBound(), loop.getMixedStep());
+  }
+  return count;
+}
+
+/// Whether B's panels are read by at least `readers` register tiles of rows of matmul tile
+/// `op`: its A, traced to the whole tensor it is a slice of, has that many times the tile's
+/// rows, counting each iteration of the loops that compute that tensor anew (attention's
+/// p . v: a p of 8 rows per row tile, 64 row tiles, each reading all of v).
 bool servesRows(mlir::Operation *op, int64_t readers) {
   auto rows = [](mlir::Value value) -> int64_t {
     auto type = llvm::dyn_cast<mlir::RankedTensorType>(value.getType());
@@ -195,7 +222,8 @@ bool servesRows(mlir::Operation *op, int64_t readers) {
   };
   std::optional<Trace> a = trace(op->getOperand(0));
   int64_t tileRows = rows(op->getOperand(0));
-  return a && tileRows > 0 && rows(a->source) >= readers * tileRows;
+  return a && tileRows > 0 &&
+         rows(a->source) * enclosingIterations(a->source) >= readers * tileRows;
 }
 
 /// The width of the panels `found`'s tile (`tile`, its slice, read by `op`) can read, when
