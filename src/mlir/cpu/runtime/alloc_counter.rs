@@ -211,8 +211,15 @@ pub(crate) extern "C" fn mlir_free(block: *mut u8) {
 mod tests {
     use super::*;
 
+    /// Held by each test here: the counters are the process's, and the tests run at once.
+    fn counters() -> std::sync::MutexGuard<'static, ()> {
+        static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     #[test]
     fn counts_live_and_peak_bytes() {
+        let _counters = counters();
         let before = stats().live_bytes;
         let a = mlir_alloc(1000);
         let b = mlir_aligned_alloc(128, 24);
@@ -226,6 +233,7 @@ mod tests {
 
     #[test]
     fn blocks_keep_their_alignment_and_cross_threads() {
+        let _counters = counters();
         let before = stats().live_bytes;
         let wide = mlir_aligned_alloc(4096, 100) as usize;
         assert_eq!(wide % 4096, 0);
@@ -239,6 +247,7 @@ mod tests {
 
     #[test]
     fn blocks_it_did_not_allocate_are_ignored() {
+        let _counters = counters();
         let before = stats().live_bytes;
         let foreign = vec![0u64; 64];
         mlir_free(foreign[8..].as_ptr() as *mut u8);
@@ -248,6 +257,7 @@ mod tests {
 
     #[test]
     fn freed_blocks_are_reused_for_the_same_layout() {
+        let _counters = counters();
         let a = mlir_aligned_alloc(64, 3 << 20);
         mlir_free(a);
         let b = mlir_aligned_alloc(64, 3 << 20);
