@@ -405,3 +405,48 @@ func.func @k_blocks(%a: memref<16x128xf32>, %out: memref<16x64xf32>) {
   }
   return
 }
+
+// Dot products with K in the lanes (`tessera-lane-dot-products`): a register tile of 2 rows
+// of A reads each row along K, 16 elements a step, each row its own short stream. Each step
+// prefetches the same 16 elements of the next tile's two rows (the tile loop advanced by its
+// step, wrapping around after the last); B, a transposed 4 KB panel, is not.
+// CHECK-LABEL: func.func @lane_dots
+// CHECK: scf.for %[[R:.*]] = %[[C0:.*]] to %[[C64:.*]] step %[[C2:.*]] {
+// CHECK: %[[R_ON:.*]] = arith.addi %[[R]], %[[C2]] : index
+// CHECK-NEXT: %[[R_WRAPS:.*]] = arith.cmpi sge, %[[R_ON]], %[[C64]] : index
+// CHECK-NEXT: %[[NEXT_R:.*]] = arith.select %[[R_WRAPS]], %[[C0]], %[[R_ON]] : index
+// CHECK: %[[NEXT_R1:.*]] = arith.addi %[[NEXT_R]], %[[C1:.*]] : index
+// CHECK: scf.for %[[K:.*]] = %[[C0]] to %{{.*}} step %{{.*}} iter_args
+// CHECK-NEXT: memref.prefetch %arg0[%[[NEXT_R]], %[[K]]], read, locality<3>, data : memref<64x256xf32>
+// CHECK-NEXT: memref.prefetch %arg0[%[[NEXT_R1]], %[[K]]], read, locality<3>, data : memref<64x256xf32>
+// CHECK-NOT: memref.prefetch
+// CHECK: return
+// SMALL-LABEL: func.func @lane_dots
+// SMALL-NOT: memref.prefetch
+// SMALL: return
+func.func @lane_dots(%a: memref<64x256xf32>, %bt: memref<4x256xf32>, %out: memref<64x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %c256 = arith.constant 256 : index
+  %zero = arith.constant 0.0 : f32
+  %zeros = arith.constant dense<0.0> : vector<16xf32>
+  scf.for %r = %c0 to %c64 step %c2 {
+    %r1 = arith.addi %r, %c1 : index
+    %sums:2 = scf.for %k = %c0 to %c256 step %c16 iter_args(%s0 = %zeros, %s1 = %zeros) -> (vector<16xf32>, vector<16xf32>) {
+      %a0 = vector.transfer_read %a[%r, %k], %zero {in_bounds = [true]} : memref<64x256xf32>, vector<16xf32>
+      %a1 = vector.transfer_read %a[%r1, %k], %zero {in_bounds = [true]} : memref<64x256xf32>, vector<16xf32>
+      %b = vector.transfer_read %bt[%c0, %k], %zero {in_bounds = [true]} : memref<4x256xf32>, vector<16xf32>
+      %n0 = vector.fma %a0, %b, %s0 : vector<16xf32>
+      %n1 = vector.fma %a1, %b, %s1 : vector<16xf32>
+      scf.yield %n0, %n1 : vector<16xf32>, vector<16xf32>
+    }
+    %t0 = vector.reduction <add>, %sums#0 : vector<16xf32> into f32
+    %t1 = vector.reduction <add>, %sums#1 : vector<16xf32> into f32
+    memref.store %t0, %out[%r, %c0] : memref<64x4xf32>
+    memref.store %t1, %out[%r1, %c0] : memref<64x4xf32>
+  }
+  return
+}
