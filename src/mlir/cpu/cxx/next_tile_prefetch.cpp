@@ -1,28 +1,26 @@
-//! `tessera-prefetch-next-tiles`: while a register tile of a matmul or convolution
-//! accumulates, prefetches what the next register tile will read from operands too large to
-//! stay in the cache (`min-bytes` and more; constants, `min-constant-bytes` and more): the
-//! next block of the column the accumulation loop walks at its induction variable (a
-//! convolution's pixels by input channels), spread over the loop's steps, one prefetch per
-//! step; the row of the next tile's panel (packed filters or B, a row per step, one in each
-//! tap where a convolution reads its window row's taps at once) at each step;
-//! the same elements of the next tile's rows where a step reads along a row (dot products with
-//! K in the lanes); and the lines of the next tile the epilogue reads (a residual added to the
-//! output). The hardware's stream prefetcher follows one stream per page, and a register tile
-//! walks several at once (seven pixels of 1 KB each, four to a page, a float from each per
-//! step): ResNet-50's 1x1 convolutions over 56 x 56 x 256 waited on memory for a third of
-//! their time. A model's
-//! weights come from the L3 at every call, and the first register tile over each panel waited
-//! for it. A panel that several register tiles read over (the rows of output pixels a
-//! convolution's tile of channels serves, the row tiles of A a matmul's panel of B serves,
-//! its rows offset by the K block) is instead prefetched a whole outer tile ahead, into
-//! the L2, a share per step spread over all those tiles (`spread-min-bytes` and more): the
-//! memory streams the next tile's filters while this one computes, not only during its first
-//! row. The next tile is the one the enclosing `scf.for` loops run next (the innermost loop
-//! the reads' indices depend on advanced by its step, carrying into the loops outside it), its
-//! indices computed once per tile, before the accumulation loop; only unmasked in-bounds reads
-//! qualify, so those indices are an iteration's the loops run, within the buffer. Runs on
-//! bufferized, vectorized MLIR, before vector transfers are lowered. Registered with MLIR from
-//! here (the FFI boundary; called from `src/mlir/bridge/context.rs`).
+//! `tessera-prefetch-next-tiles`: while a register tile of a matmul or convolution accumulates,
+//! prefetches what the next register tile will read from operands too large to stay in the cache
+//! (`min-bytes` and more; constants, `min-constant-bytes` and more): the next block of the column
+//! the accumulation loop walks at its induction variable (a convolution's pixels by input
+//! channels), spread over the loop's steps, one prefetch per step; the row of the next tile's panel
+//! (packed filters or B, a row per step, one in each tap where a convolution reads its window row's
+//! taps at once) at each step; the same elements of the next tile's rows where a step reads along a
+//! row (dot products with K in the lanes); and the lines of the next tile the epilogue reads (a
+//! residual added to the output). The hardware's stream prefetcher follows one stream per page, and
+//! a register tile walks several at once (seven pixels of 1 KB each, four to a page, a float from
+//! each per step): ResNet-50's 1x1 convolutions over 56 x 56 x 256 waited on memory for a third of
+//! their time. A model's weights come from the L3 at every call, and the first register tile over
+//! each panel waited for it. A panel that several register tiles read over (the rows of output
+//! pixels a convolution's tile of channels serves, the row tiles of A a matmul's panel of B serves,
+//! its rows offset by the K block) is instead prefetched a whole outer tile ahead, into the L2, a
+//! share per step spread over all those tiles (`spread-min-bytes` and more): the memory streams the
+//! next tile's filters while this one computes, not only during its first row. The next tile is the
+//! one the enclosing `scf.for` loops run next (the innermost loop the reads' indices depend on
+//! advanced by its step, carrying into the loops outside it), its indices computed once per tile,
+//! before the accumulation loop; only unmasked in-bounds reads qualify, so those indices are an
+//! iteration's the loops run, within the buffer. Runs on bufferized, vectorized MLIR, before vector
+//! transfers are lowered. Registered with MLIR from here (the FFI boundary; called from
+//! `src/mlir/bridge/context.rs`).
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -254,6 +252,15 @@ void prefetchRows(mlir::OpBuilder &builder, mlir::vector::TransferReadOp read,
   }
 }
 
+/// Prefetches, at the start of each step of `loop`, every line of every row `read` reads at
+/// that step in the next tile (the indices of [`nextStepIndices`]); nothing where those fail.
+void prefetchNextStep(mlir::vector::TransferReadOp read, mlir::scf::ForOp loop) {
+  mlir::OpBuilder builder(loop);
+  auto next = nextStepIndices(builder, read, loop);
+  if (mlir::succeeded(next))
+    prefetchRows(builder, read, *next);
+}
+
 /// Whether `index` walks the rows of a panel with `loop`: it is the loop's induction
 /// variable, or that plus a value defined outside the loop (an `affine.apply` of `s0 + s1`,
 /// the offset of a matmul's K block).
@@ -371,11 +378,9 @@ struct PrefetchNextTiles
   /// first layer waited on those reads for two thirds of its time (2.07 ms a call, 6 GB/s of
   /// a copy's 19).
   void prefetchRowAhead(mlir::vector::TransferReadOp read, mlir::scf::ForOp loop) {
-    mlir::OpBuilder builder(loop);
-    auto next = nextStepIndices(builder, read, loop);
-    if (mlir::failed(next))
+    if (readRows(read).rowLines > kMaxPanelStepPrefetches)
       return;
-    prefetchRows(builder, read, *next);
+    prefetchNextStep(read, loop);
   }
 
   /// A read of one row of a panel per step at the induction variable of `loop` (a packed
@@ -396,11 +401,7 @@ struct PrefetchNextTiles
     if (!streamed(read.getSource(), minBytes, /*constants=*/false) &&
         !streamed(read.getSource(), minConstantBytes, /*constants=*/true))
       return;
-    mlir::OpBuilder builder(loop);
-    auto next = nextStepIndices(builder, read, loop);
-    if (mlir::failed(next))
-      return;
-    prefetchRows(builder, read, *next);
+    prefetchNextStep(read, loop);
   }
 
   /// A panel row read (as in `prefetchPanel`: `layout`, a row of `columns` elements per step
