@@ -59,6 +59,16 @@ __attribute__((noinline)) static void two_pass(void) {
   }
 }
 
+// The first of the two passes alone: what merging the max into the second could save at most.
+__attribute__((noinline)) static void max_pass(void) {
+  for (int i = 0; i < ROWS; i++) {
+    const vf *x = (const vf *)S[i];
+    vf m0 = x[0], m1 = x[1], m2 = x[2], m3 = x[3];
+    for (int j = 4; j < N / W; j += 4) { m0 = vmax(m0, x[j]); m1 = vmax(m1, x[j + 1]); m2 = vmax(m2, x[j + 2]); m3 = vmax(m3, x[j + 3]); }
+    SUM[i] = hmax(vmax(vmax(m0, m1), vmax(m2, m3)));
+  }
+}
+
 static inline void finish(int i, vf m, vf s) {
   float mm = hmax(m), t = 0;
   for (int l = 0; l < W; l++) t += s[l] * expf(m[l] - mm);
@@ -96,7 +106,7 @@ static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
 static void check(const char *name, void (*f)(void), const float *want_sum) {
   f();
   float worst = 0;
-  for (int i = 0; i < ROWS; i++) worst = fmaxf(worst, fabsf(SUM[i] - want_sum[i]) / want_sum[i]);
+  for (int i = 0; i < ROWS && want_sum; i++) worst = fmaxf(worst, fabsf(SUM[i] - want_sum[i]) / want_sum[i]);
   double best = 1e9;
   for (int r = 0; r < 7; r++) {
     double t0 = now();
@@ -117,5 +127,6 @@ int main(void) {
   check("two passes", two_pass, want);
   check("online", online, want);
   check("online chunked", online_chunked, want);
+  check("max pass alone", max_pass, NULL);
   return 0;
 }
