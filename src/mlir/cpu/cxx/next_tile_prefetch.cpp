@@ -45,9 +45,9 @@ constexpr int64_t kMaxTilePrefetches = 64;
 /// The most lines of a panel's row prefetched per step (two: a row of 32 floats).
 constexpr int64_t kMaxPanelRowLines = 2;
 
-/// The most prefetches a step of a panel read issues (a 3x3 convolution's three taps of two
-/// lines each).
-constexpr int64_t kMaxPanelStepPrefetches = 6;
+/// The most prefetches one read issues at a step: a panel's (a 3x3 convolution's three taps of
+/// two lines each) or a row's.
+constexpr int64_t kMaxStepPrefetches = 6;
 
 /// Whether `loop` accumulates a register tile: it carries a vector.
 bool accumulates(mlir::scf::ForOp loop) {
@@ -378,7 +378,7 @@ struct PrefetchNextTiles
   /// first layer waited on those reads for two thirds of its time (2.07 ms a call, 6 GB/s of
   /// a copy's 19).
   void prefetchRowAhead(mlir::vector::TransferReadOp read, mlir::scf::ForOp loop) {
-    if (readRows(read).rowLines > kMaxPanelStepPrefetches)
+    if (readRows(read).rowLines > kMaxStepPrefetches)
       return;
     prefetchNextStep(read, loop);
   }
@@ -393,7 +393,7 @@ struct PrefetchNextTiles
   void prefetchPanel(mlir::vector::TransferReadOp read, mlir::scf::ForOp loop) {
     ReadRows layout = readRows(read);
     if (layout.rowLines > kMaxPanelRowLines ||
-        layout.rows * layout.rowLines > kMaxPanelStepPrefetches)
+        layout.rows * layout.rowLines > kMaxStepPrefetches)
       return;
     if (spreadMinBytes > 0 && streamed(read.getSource(), spreadMinBytes, /*constants=*/true) &&
         prefetchSpread(read, loop, layout))
