@@ -33,6 +33,7 @@
 #include "llvm/Transforms/IPO/MergeFunctions.h"
 #include "llvm/Transforms/Scalar/InstSimplifyPass.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -67,7 +68,32 @@ struct Options {
   bool unroll;
   /// Whether the passes of `kPassesWithoutEffect` run too.
   bool everyPass;
+  /// Whether tessera vectorized the module's loops (its -O3): levels 1 to 3 then run
+  /// `kVectorizedKernelPipeline` instead of LLVM's own.
+  bool vectorized;
 };
+
+/// LLVM's IR pipeline for kernels tessera has vectorized, tiled and fused: what they need of
+/// LLVM's -O3, not all of it. -O3 spent 62 of W2's 157 ms of compilation (three dense
+/// layers) mostly on loops already shaped (IndVarSimplify, GVN, InstCombine run five
+/// times) and unrolled them into twice the code the code generator then compiled; this runs
+/// in a quarter of the time, and W1-W6 and the testdata models run as fast or faster on one
+/// and two threads (W6 140 against 185 us; bench/RESULTS.md). In order: the coroutines of
+/// parallel loops' tasks lowered (as at every level); the entry inlined into its C and
+/// packed interfaces; locals to registers, then redundant loads and index arithmetic folded
+/// (the memref descriptors' strides and offsets are constants); loops rotated so that their
+/// invariants (addresses, broadcasts) move out; LLVM's loop vectorizer for the loops tessera
+/// left scalar (none in W1-W6; cheap where it finds nothing); loops unrolled (a vectorized
+/// layer_norm -> gelu ran 10x slower without it); the SLP vectorizer (W4 4.5 instead of 3.4 ms
+/// without it: the unrolled rows' scalar tails and reductions); a last folding of what
+/// unrolling exposed.
+constexpr llvm::StringLiteral kVectorizedKernelPipeline =
+    "coro-cond(coro-early,cgscc(coro-split),coro-cleanup,globaldce),"
+    "cgscc(inline),"
+    "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
+    "loop(loop-rotate),loop-mssa(licm<allowspeculation>),"
+    "loop-vectorize,loop-unroll<O3>,slp-vectorizer,"
+    "early-cse,instcombine<no-verify-fixpoint>,simplifycfg)";
 
 /// Passes of LLVM's -O1..-O3 pipelines that change nothing in the code tessera's pipelines
 /// make: MLIR has already propagated its constants, removed its dead code and redundant
@@ -222,6 +248,12 @@ void optimize(llvm::Module &module, llvm::TargetMachine &machine, const Options 
   llvm::PassBuilder builder(&machine, tuning, std::nullopt, &callbacks);
   Analyses analyses(builder);
   llvm::ModulePassManager passes;
+  if (options.vectorized && options.level > 0) {
+    if (llvm::Error error = builder.parsePassPipeline(passes, kVectorizedKernelPipeline))
+      llvm::report_fatal_error(std::move(error));
+    passes.run(module, analyses.modules);
+    return;
+  }
   switch (options.level) {
   case 0:
     passes.addPass(builder.buildO0DefaultPipeline(llvm::OptimizationLevel::O0));
@@ -406,8 +438,8 @@ uint64_t constantBytes(const llvm::Module &module) {
 /// (`tessera::splitIntoParts`: kernels spread by size, each entry with what it inlines; glue
 /// only inlined and folded, tiny kernels at level 0, kernels of short loops without loop
 /// strength reduction) that are optimized and compiled each with a target machine of its own,
-/// one after another when `parts` is 1, else on a thread each, in an LLVM context of its own
-/// (neither is thread-safe). The kernels take bare
+/// one after another when `parts` is 1, else on `parts` threads, each in an LLVM context of
+/// its own (neither is thread-safe). The kernels take bare
 /// pointers and nothing of them is left for a whole-module pass to specialize, so optimizing
 /// them apart loses nothing. With `parts` 0 (or a module that does not split) the whole
 /// module is optimized, then compiled into one object. `optimizing` receives the milliseconds
@@ -455,7 +487,7 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
       simplifyGlue(part);
     else
       optimize(part, **partMachine,
-               Options{split[index].level, options.unroll, options.everyPass});
+               Options{split[index].level, options.unroll, options.everyPass, options.vectorized});
     optimized[index] = millisecondsSince(start);
     auto object = emitObject(part, **partMachine, kind == tessera::PartKind::Long);
     if (!object) {
@@ -487,23 +519,36 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
       llvm::WriteBitcodeToFile(*split[index].module, stream);
       split[index].module.reset();
     }
-    std::vector<std::thread> threads;
-    for (size_t index = 0; index < split.size(); ++index) {
-      if (index == home)
-        continue;
-      threads.emplace_back([&, index] {
-        llvm::LLVMContext context;
+    // The other parts, the largest first, go to `parts` workers (this thread one of them,
+    // after the home part), each with an LLVM context of its own: a thread per part put 7
+    // threads on W2's two cores, and each part took twice as long.
+    std::vector<size_t> queue;
+    for (size_t index = 0; index < split.size(); ++index)
+      if (index != home)
+        queue.push_back(index);
+    std::stable_sort(queue.begin(), queue.end(), [&](size_t a, size_t b) {
+      return summaries[a].instructions > summaries[b].instructions;
+    });
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      llvm::LLVMContext context;
+      for (size_t taken = next++; taken < queue.size(); taken = next++) {
+        size_t index = queue[taken];
         llvm::MemoryBufferRef buffer(
             llvm::StringRef(bitcode[index].data(), bitcode[index].size()), "part");
         auto part = llvm::parseBitcodeFile(buffer, context);
         if (!part) {
           errors[index] = llvm::toString(part.takeError());
-          return;
+          continue;
         }
         compilePart(index, **part);
-      });
-    }
+      }
+    };
+    std::vector<std::thread> threads;
+    for (unsigned worker = 1; worker < std::min<size_t>(parts, queue.size() + 1); ++worker)
+      threads.emplace_back(work);
     compilePart(home, *split[home].module);
+    work();
     for (std::thread &thread : threads)
       thread.join();
   }
@@ -541,19 +586,20 @@ struct TesseraSymbol {
 extern "C" {
 
 /// Compiles `operation` (a module in the LLVM dialect) at LLVM level `level` (loop unrolling
-/// when `unroll`, the passes without effect too when `everyPass`) into memory on up to
+/// when `unroll`, the passes without effect too when `everyPass`, `kVectorizedKernelPipeline`
+/// instead of LLVM's when `vectorized`) into memory on up to
 /// `threads` threads; calls to `symbols` resolve to the
 /// addresses given, other external names to the process's. The milliseconds of translation,
 /// optimization and code generation are added to `phases[0..3]`; the parts the module was
 /// split into are described in `parts` (up to `partCapacity` of them), their number stored in
 /// `*partCount`. Returns null with `*error` set on failure.
 TesseraJit *tesseraJitCompile(MlirOperation operation, unsigned level, bool unroll,
-                              bool everyPass, unsigned threads, const TesseraSymbol *symbols, size_t symbolCount,
+                              bool everyPass, bool vectorized, unsigned threads, const TesseraSymbol *symbols, size_t symbolCount,
                               double *phases, TesseraPart *parts, size_t partCapacity,
                               size_t *partCount, char **error) {
   Stopwatch watch(phases);
   initializeTarget();
-  Options options{level, unroll, everyPass};
+  Options options{level, unroll, everyPass, vectorized};
   auto fail = [&](const std::string &message) -> TesseraJit * {
     *error = copyMessage(message);
     return nullptr;
@@ -626,12 +672,13 @@ void *tesseraJitLookup(TesseraJit *jit, const char *name) {
 void tesseraJitDestroy(TesseraJit *jit) { delete jit; }
 
 /// Compiles `operation` at LLVM level `level` (loop unrolling when `unroll`, the passes
-/// without effect too when `everyPass`) into the object file `path`. Returns false with
+/// without effect too when `everyPass`, `kVectorizedKernelPipeline` when `vectorized`) into
+/// the object file `path`. Returns false with
 /// `*error` set on failure.
 bool tesseraWriteObjectFile(MlirOperation operation, unsigned level, bool unroll,
-                            bool everyPass, const char *path, char **error) {
+                            bool everyPass, bool vectorized, const char *path, char **error) {
   initializeTarget();
-  Options options{level, unroll, everyPass};
+  Options options{level, unroll, everyPass, vectorized};
   auto machine = hostMachine();
   if (!machine) {
     *error = copyMessage(llvm::toString(machine.takeError()));

@@ -31,6 +31,10 @@ pub struct LlvmOptions {
     /// Whether the passes of LLVM's pipeline that change nothing in tessera's code run too
     /// (`kPassesWithoutEffect` in llvm_backend.cpp; a test compares the objects both ways).
     pub every_pass: bool,
+    /// Whether tessera vectorized the module's loops: LLVM's levels 1 to 3 then run the
+    /// pipeline made for such kernels (`kVectorizedKernelPipeline` in llvm_backend.cpp)
+    /// instead of its own.
+    pub vectorized: bool,
 }
 
 impl LlvmOptions {
@@ -39,6 +43,7 @@ impl LlvmOptions {
         level: 3,
         unroll: true,
         every_pass: false,
+        vectorized: false,
     };
 }
 
@@ -107,6 +112,7 @@ extern "C" {
         level: u32,
         unroll: bool,
         every_pass: bool,
+        vectorized: bool,
         threads: u32,
         symbols: *const BackendSymbol,
         symbol_count: usize,
@@ -123,6 +129,7 @@ extern "C" {
         level: u32,
         unroll: bool,
         every_pass: bool,
+        vectorized: bool,
         path: *const c_char,
         error: *mut *mut c_char,
     ) -> bool;
@@ -173,7 +180,7 @@ fn runtime_symbols() -> Vec<(CString, *mut ())> {
 
 /// The threads LLVM optimizes and generates code on (one part of the module each): one per
 /// core, at most 8.
-fn codegen_threads() -> u32 {
+pub fn codegen_threads() -> u32 {
     std::thread::available_parallelism().map_or(1, |n| n.get().min(8) as u32)
 }
 
@@ -219,6 +226,7 @@ pub fn write_object_file(
             options.level.min(3),
             options.unroll,
             options.every_pass,
+            options.vectorized,
             c_path.as_ptr(),
             &mut error,
         )
@@ -308,6 +316,7 @@ impl Jit {
                 options.level.min(3),
                 options.unroll,
                 options.every_pass,
+                options.vectorized,
                 threads,
                 table.as_ptr(),
                 table.len(),
@@ -518,6 +527,7 @@ llvm.func @_mlir_ciface_move(%src: !llvm.ptr, %dst: !llvm.ptr, %n: i64) attribut
             level: 0,
             unroll: false,
             every_pass: false,
+            vectorized: false,
         };
         let jit = Jit::new(&module, vec![], options).expect("the kernel compiles");
         assert!(!jit.packed_entry("move").is_null());
