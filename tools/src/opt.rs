@@ -600,6 +600,13 @@ fn chosen_pipeline(args: &OptArgs) -> Result<Option<Pipeline>, PipelineChoiceErr
         pipeline.set_option("tessera-tile", "l2", &l2);
         pipeline.set_option("tessera-fuse", "l2", &l2);
         pipeline.set_option("tessera-lower-to-llvm", "l2", &l2);
+        // The model's cores, not the host's: the module's kernels are then the same on
+        // every machine (outlined for parallel compilation only where it has several).
+        pipeline.set_option(
+            "tessera-lower-to-llvm",
+            "compile-threads",
+            &model.cores.to_string(),
+        );
     }
     Ok(Some(pipeline))
 }

@@ -16,7 +16,7 @@ use crate::mlir::pipeline::stages::{run_upstream, StageEnv, CANONICALIZE};
 use melior::ir::attribute::FlatSymbolRefAttribute;
 use melior::ir::Attribute;
 use melior::ir::Module;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Marks the loop nests to outline.
 const KERNEL: &str = "tessera.kernel";
@@ -34,16 +34,24 @@ const KERNEL_NAME: &str = "tessera_kernel";
 /// stay whole; large ones, where LLVM's superlinear passes cost seconds, are split.
 const MAX_INLINE_KERNELS: usize = 16;
 
-/// Outlines the top-level `scf.for` nests of `module`'s functions that have more than
-/// [`MAX_INLINE_KERNELS`] of them (loops on buffers) into functions marked `noinline`;
-/// `stage` names the stage in errors.
+/// Outlines top-level `scf.for` nests (loops on buffers) of `module`'s functions into
+/// functions marked `noinline`: every nest of a function that has more than
+/// [`MAX_INLINE_KERNELS`], and, when LLVM compiles on more than one thread
+/// (`compile_threads`), the vectorized nests of a function that has at least two. A
+/// vectorized kernel loses nothing apart from its caller (LLVM has nothing left to vectorize
+/// behind alias checks), and kernels apart are parts of the module that LLVM compiles in
+/// parallel: W2 (three dense layers) compiled in 85 instead of 105 ms on two cores with its
+/// five nests apart, in 115 instead of 105 on one, where nothing runs in parallel and each
+/// part costs its own code-generation pipeline. `stage` names the stage in errors.
 pub fn outline_kernels(
     env: &StageEnv<'_, '_>,
     module: &mut Module<'_>,
     stage: &str,
+    compile_threads: u64,
 ) -> Result<(), Vec<Diagnostic>> {
     let unit = Attribute::unit(env.context.context());
     let mut nests: HashMap<usize, Vec<WalkedOp<'_>>> = Default::default();
+    let mut vectorized: HashSet<usize> = HashSet::new();
     walk(module, |op| {
         let function = op.parent().filter(|p| p.name() == "func.func");
         if let (Some(function), "scf.for") = (function, op.name().as_str()) {
@@ -52,10 +60,30 @@ pub fn outline_kernels(
                 .or_default()
                 .push(WalkedOp::from_raw(op.raw()));
         }
+        if op.name().starts_with("vector.") {
+            if let Some(nest) = top_level_nest(op) {
+                vectorized.insert(nest.raw().ptr as usize);
+            }
+        }
     });
     let mut count = 0;
-    for loops in nests.values().filter(|l| l.len() > MAX_INLINE_KERNELS) {
-        for nest in loops {
+    for loops in nests.values() {
+        let marked: Vec<&WalkedOp<'_>> = if loops.len() > MAX_INLINE_KERNELS {
+            loops.iter().collect()
+        } else if compile_threads > 1 {
+            let apart: Vec<&WalkedOp<'_>> = loops
+                .iter()
+                .filter(|nest| vectorized.contains(&(nest.raw().ptr as usize)))
+                .collect();
+            if apart.len() >= 2 {
+                apart
+            } else {
+                Vec::new()
+            }
+        } else {
+            Vec::new()
+        };
+        for nest in marked {
             nest.set_attribute(KERNEL, unit);
             count += 1;
         }
@@ -163,5 +191,17 @@ fn merge_identical_kernels(env: &StageEnv<'_, '_>, module: &Module<'_>) {
     });
     for duplicate in duplicates {
         duplicate.erase();
+    }
+}
+
+/// The top-level `scf.for` (a direct child of a `func.func`) that holds `op`, if any.
+fn top_level_nest<'c>(op: &WalkedOp<'c>) -> Option<WalkedOp<'c>> {
+    let mut current = op.parent()?;
+    loop {
+        let parent = current.parent()?;
+        if parent.name() == "func.func" {
+            return (current.name() == "scf.for").then_some(current);
+        }
+        current = parent;
     }
 }

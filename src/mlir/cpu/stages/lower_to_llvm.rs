@@ -13,7 +13,7 @@ use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::walk;
 use crate::mlir::cpu::cpu_model::CpuModel;
 use crate::mlir::cpu::outline::outline_kernels;
-use crate::mlir::cpu::runtime::jit::THREADS_ATTRIBUTE;
+use crate::mlir::cpu::runtime::jit::{codegen_threads, THREADS_ATTRIBUTE};
 use crate::mlir::cpu::strategy::{
     prefetch_constant_min_bytes, prefetch_min_bytes, prefetch_spread_min_bytes,
 };
@@ -85,6 +85,7 @@ impl Stage for LowerToLlvm {
             StageOption { name: "cpu", doc: "the CPU to generate code for (an LLVM CPU name such as haswell); default: the host", kind: OptionKind::Cpu },
             StageOption { name: "features", doc: "CPU features, LLVM style (+avx2,+fma,-avx512f); default: the named CPU's own, else the host's", kind: OptionKind::Features },
             StageOption { name: "l2", doc: "bytes of L2 cache per core; operands that do not fit are prefetched a register tile ahead; default: the host's", kind: OptionKind::Positive },
+            StageOption { name: "compile-threads", doc: "the threads LLVM compiles the module on; with more than one, the vectorized loop nests of a function become kernels of their own that compile in parallel; default: the JIT's (one per core, at most 8)", kind: OptionKind::Positive },
             StageOption { name: "math", doc: "approximate (default: f32 tanh, erf, exp, log, ... as polynomials, which vectorize) or libm (calls, one lane at a time)", kind: OptionKind::OneOf(&["approximate", "libm"]) },
         ]
     }
@@ -123,6 +124,9 @@ impl Stage for LowerToLlvm {
         let math = options
             .choice("math", &["approximate", "libm"])
             .map_err(|e| stage_error(self.name(), e))?;
+        let compile_threads = options
+            .positive("compile-threads", u64::from(codegen_threads()))
+            .map_err(|e| stage_error(self.name(), e))?;
         let l2_bytes = options
             .positive("l2", CpuModel::host().l2_bytes as u64)
             .map_err(|e| stage_error(self.name(), e))? as i64;
@@ -157,7 +161,7 @@ impl Stage for LowerToLlvm {
             false => LOOPS.to_string(),
         };
         run_upstream(env, &mut module, &loops, self.name())?;
-        outline_kernels(env, &mut module, self.name())?;
+        outline_kernels(env, &mut module, self.name(), compile_threads)?;
         run_upstream(env, &mut module, &passes, self.name())?;
         let ctx = env.context.context();
         let cpu: Option<Attribute> = options
