@@ -89,6 +89,13 @@ const LOWERING_SCHEDULE: &str = r#"module attributes {transform.with_named_seque
 /// buffer for every iteration, shared by the threads (src/mlir/cpu/cxx/invariant_code_hoisting.cpp).
 const LICM: &str = "tessera-hoist-invariant-code";
 
+/// The most elements a fill inside a loop may have to be vectorized with the register tiles:
+/// a tile's accumulators, zeroed before a matmul tile accumulates (16 x 64 on AVX-512), are a
+/// fill the tiling strategy does not mark. Left scalar, LLVM unrolled each into 64 scalar
+/// stores per row that its code generator merged back into vectors, a tenth of W2's code.
+/// Fills of whole tensors (outside loops) stay loops.
+const MAX_TILE_FILL_ELEMENTS: i64 = 4096;
+
 /// The floating-point ops LLVM may contract into fused multiply-adds once they carry the
 /// `contract` fast-math flag: a multiply feeding an add or subtract (in vector code and in
 /// scalar loops alike) becomes one FMA instruction, rounded once.
@@ -131,6 +138,7 @@ impl Stage for Vectorize {
         _: &StageOptions,
     ) -> Result<Program<'c>, Vec<Diagnostic>> {
         let mut module = expect_mlir(program, self.name())?;
+        mark_tile_fills(&module, Attribute::unit(env.context.context()));
         apply_schedule(
             env,
             &mut module,
@@ -170,6 +178,32 @@ impl Stage for Vectorize {
         }
         Ok(Program::Mlir(module))
     }
+}
+
+/// Marks for vectorization the fills inside loops of at most [`MAX_TILE_FILL_ELEMENTS`]
+/// elements of a static shape (not of `i1`, as register tiles).
+fn mark_tile_fills(module: &melior::ir::Module<'_>, unit: Attribute<'_>) {
+    walk(module, |op| {
+        if op.name() != "linalg.fill" || op.touches_i1() {
+            return;
+        }
+        if op
+            .parent()
+            .is_none_or(|parent| parent.name() == "func.func")
+        {
+            return;
+        }
+        let (_, results) = op.shapes();
+        let Some(Some(shape)) = results.first() else {
+            return;
+        };
+        let elements = shape
+            .iter()
+            .try_fold(1i64, |n, &d| (d > 0).then(|| n.saturating_mul(d)));
+        if elements.is_some_and(|n| n <= MAX_TILE_FILL_ELEMENTS) {
+            op.set_attribute(VECTORIZE, unit);
+        }
+    });
 }
 
 #[cfg(test)]
