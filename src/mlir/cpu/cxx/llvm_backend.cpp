@@ -78,7 +78,8 @@ struct Options {
 /// layers) mostly on loops already shaped (IndVarSimplify, GVN, InstCombine run five
 /// times) and unrolled them into twice the code the code generator then compiled; this runs
 /// in a quarter of the time, and W1-W6 and the testdata models run as fast or faster on one
-/// and two threads (W6 140 against 185 us; bench/RESULTS.md). In order: the coroutines of
+/// thread (W6 140 against 185 us), on two as fast within the host's noise (W4 perhaps 10%
+/// slower, bench/RESULTS.md, "seventh measurement"). In order: the coroutines of
 /// parallel loops' tasks lowered (as at every level); the entry inlined into its C and
 /// packed interfaces; locals to registers, then redundant loads and index arithmetic folded
 /// (the memref descriptors' strides and offsets are constants); loops rotated so that their
