@@ -68,18 +68,14 @@ pub fn outline_kernels(
     });
     let mut count = 0;
     for loops in nests.values() {
+        let vectorized_nests: Vec<&WalkedOp<'_>> = loops
+            .iter()
+            .filter(|nest| vectorized.contains(&(nest.raw().ptr as usize)))
+            .collect();
         let marked: Vec<&WalkedOp<'_>> = if loops.len() > MAX_INLINE_KERNELS {
             loops.iter().collect()
-        } else if compile_threads > 1 {
-            let apart: Vec<&WalkedOp<'_>> = loops
-                .iter()
-                .filter(|nest| vectorized.contains(&(nest.raw().ptr as usize)))
-                .collect();
-            if apart.len() >= 2 {
-                apart
-            } else {
-                Vec::new()
-            }
+        } else if compile_threads > 1 && vectorized_nests.len() >= 2 {
+            vectorized_nests
         } else {
             Vec::new()
         };

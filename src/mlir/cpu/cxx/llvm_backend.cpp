@@ -595,7 +595,8 @@ extern "C" {
 /// split into are described in `parts` (up to `partCapacity` of them), their number stored in
 /// `*partCount`. Returns null with `*error` set on failure.
 TesseraJit *tesseraJitCompile(MlirOperation operation, unsigned level, bool unroll,
-                              bool everyPass, bool vectorized, unsigned threads, const TesseraSymbol *symbols, size_t symbolCount,
+                              bool everyPass, bool vectorized, unsigned threads,
+                              const TesseraSymbol *symbols, size_t symbolCount,
                               double *phases, TesseraPart *parts, size_t partCapacity,
                               size_t *partCount, char **error) {
   Stopwatch watch(phases);
