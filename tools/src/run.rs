@@ -328,8 +328,12 @@ fn run_inner(args: &RunArgs, out: &mut dyn Write) -> Result<bool, String> {
                     PartKind::Long | PartKind::Tiny => format!("-O{}", part.level),
                 };
                 format!(
-                    "{kind} {} function(s), {} instruction(s), {} constant byte(s)",
-                    part.functions, part.instructions, part.constant_bytes
+                    "{kind} {} function(s), {} instruction(s), {:.1} ms on thread {}, {} constant byte(s)",
+                    part.functions,
+                    part.instructions,
+                    part.milliseconds,
+                    part.thread,
+                    part.constant_bytes
                 )
             })
             .collect();

@@ -56,6 +56,10 @@ struct TesseraPart {
   uint64_t instructions;
   /// The bytes of the constants it defined.
   uint64_t constantBytes;
+  /// The milliseconds its optimization and code generation took, on its thread.
+  double milliseconds;
+  /// The compile thread it went to (0: the caller's).
+  unsigned thread;
 };
 
 namespace {
@@ -455,26 +459,27 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
   summaries.clear();
   for (const tessera::ModulePart &part : split)
     summaries.push_back({static_cast<unsigned>(part.kind), part.level, part.functions,
-                         part.instructions, constantBytes(*part.module)});
+                         part.instructions, constantBytes(*part.module), 0, 0});
   if (split.empty()) {
     tessera::DefinedSize whole =
         tessera::definedSize(module, [](const llvm::Function &) { return true; });
     summaries.push_back({static_cast<unsigned>(tessera::PartKind::Long), options.level,
-                         whole.functions, whole.instructions, constantBytes(module)});
+                         whole.functions, whole.instructions, constantBytes(module), 0, 0});
     auto start = std::chrono::steady_clock::now();
     optimize(module, machine, options);
     optimizing = millisecondsSince(start);
     auto object = emitObject(module, machine, true);
     if (!object)
       return object.takeError();
+    summaries.back().milliseconds = millisecondsSince(start);
     objects.push_back(std::move(*object));
     return objects;
   }
   objects.resize(split.size());
   std::vector<std::string> errors(split.size());
   std::vector<double> optimized(split.size(), 0);
-  // Optimizes and compiles `part`, the part `index` of `split`.
-  auto compilePart = [&](size_t index, llvm::Module &part) {
+  // Optimizes and compiles `part`, the part `index` of `split`, on compile thread `thread`.
+  auto compilePart = [&](size_t index, llvm::Module &part, unsigned thread) {
     tessera::PartKind kind = split[index].kind;
     bool glue = kind == tessera::PartKind::Glue;
     auto partMachine = hostMachine(glue && options.level == 0 ? llvm::CodeGenOptLevel::None
@@ -491,6 +496,8 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
                Options{split[index].level, options.unroll, options.everyPass, options.vectorized});
     optimized[index] = millisecondsSince(start);
     auto object = emitObject(part, **partMachine, kind == tessera::PartKind::Long);
+    summaries[index].milliseconds = millisecondsSince(start);
+    summaries[index].thread = thread;
     if (!object) {
       errors[index] = llvm::toString(object.takeError());
       return;
@@ -502,7 +509,7 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
     // bitcode that would carry each into a context of its own (written and read back, 37 M
     // of the 2084 M instructions of the two-layer GPT block's -O3 compile).
     for (size_t index = 0; index < split.size(); ++index)
-      compilePart(index, *split[index].module);
+      compilePart(index, *split[index].module, 0);
   } else {
     // The part holding the most constant bytes (the weights) stays in the module's context
     // and is compiled on this thread: bitcode writes and reads a constant element by element
@@ -520,21 +527,25 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
       llvm::WriteBitcodeToFile(*split[index].module, stream);
       split[index].module.reset();
     }
-    // The other parts, the largest first, go to `parts` workers (this thread one of them,
-    // after the home part), each with an LLVM context of its own: a thread per part put 7
-    // threads on W2's two cores, and each part took twice as long.
-    std::vector<size_t> queue;
-    for (size_t index = 0; index < split.size(); ++index)
-      if (index != home)
-        queue.push_back(index);
+    // Every part, the largest first, goes to the next of `parts` workers that is free (this
+    // thread one of them), each with an LLVM context of its own; the home part is compiled
+    // in the module's context by whichever worker takes it, instead of first on this thread
+    // whatever its size. A thread per part put 7 threads on W2's two cores, each part taking
+    // twice as long.
+    std::vector<size_t> queue(split.size());
+    std::iota(queue.begin(), queue.end(), 0);
     std::stable_sort(queue.begin(), queue.end(), [&](size_t a, size_t b) {
       return summaries[a].instructions > summaries[b].instructions;
     });
     std::atomic<size_t> next{0};
-    auto work = [&] {
+    auto work = [&](unsigned thread) {
       llvm::LLVMContext context;
       for (size_t taken = next++; taken < queue.size(); taken = next++) {
         size_t index = queue[taken];
+        if (index == home) {
+          compilePart(index, *split[home].module, thread);
+          continue;
+        }
         llvm::MemoryBufferRef buffer(
             llvm::StringRef(bitcode[index].data(), bitcode[index].size()), "part");
         auto part = llvm::parseBitcodeFile(buffer, context);
@@ -542,14 +553,13 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
           errors[index] = llvm::toString(part.takeError());
           continue;
         }
-        compilePart(index, **part);
+        compilePart(index, **part, thread);
       }
     };
     std::vector<std::thread> threads;
-    for (unsigned worker = 1; worker < std::min<size_t>(parts, queue.size() + 1); ++worker)
-      threads.emplace_back(work);
-    compilePart(home, *split[home].module);
-    work();
+    for (unsigned worker = 1; worker < std::min<size_t>(parts, queue.size()); ++worker)
+      threads.emplace_back(work, worker);
+    work(0);
     for (std::thread &thread : threads)
       thread.join();
   }

@@ -57,7 +57,7 @@ struct BackendSymbol {
 /// What one part of a compiled module held (`TesseraPart` in llvm_backend.cpp): LLVM optimizes
 /// and compiles a module in parts, each on a thread of its own, tiny kernels at level 0.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LlvmPart {
     /// What the part held, as `PartKind` numbers it.
     kind: u32,
@@ -69,6 +69,10 @@ pub struct LlvmPart {
     pub instructions: u64,
     /// The bytes of the constants (weights) it defined: each is compiled in one part only.
     pub constant_bytes: u64,
+    /// The milliseconds LLVM took to optimize it and generate its code, on its thread.
+    pub milliseconds: f64,
+    /// The compile thread it went to (0: the one that asked for the compile).
+    pub thread: u32,
 }
 
 /// What a part of a compiled module held, and so how LLVM treated it (`PartKind` in
