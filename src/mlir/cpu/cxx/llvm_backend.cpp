@@ -511,9 +511,9 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
     for (size_t index = 0; index < split.size(); ++index)
       compilePart(index, *split[index].module, 0);
   } else {
-    // The part holding the most constant bytes (the weights) stays in the module's context
-    // and is compiled on this thread: bitcode writes and reads a constant element by element
-    // (a second of ResNet-50's 100 MB).
+    // The part holding the most constant bytes (the weights) stays in the module's context,
+    // carried to no other: bitcode writes and reads a constant element by element (a second
+    // of ResNet-50's 100 MB).
     size_t home = std::max_element(summaries.begin(), summaries.end(),
                                    [](const TesseraPart &a, const TesseraPart &b) {
                                      return a.constantBytes < b.constantBytes;
