@@ -48,7 +48,12 @@ def rowwise(reduce, scalar):
     return "\n".join(lines) + "\n" + TAIL
 
 
-def rowwise_select():
+def rowwise_select(exact=False):
+    """Per row a tree of shuffles and `select (a > b), a, b`; with `exact`,
+    `llvm.vector.reduce.fmaximum`'s semantics restored after it: NaN where any lane is NaN,
+    +0 rather than -0 where the maximum is a zero and any lane +0 (each test on the row
+    widened to 16 lanes, its lanes' bits as one integer), then `llvm.maximum` with the row's
+    running maximum."""
     lines = [HEAD]
     pad = ", ".join([f"float {NEG_INF}"] * COLS)
     widen = ", ".join(f"i32 {i}" for i in list(range(COLS)) + [COLS] * (LANES - COLS))
@@ -64,40 +69,25 @@ def rowwise_select():
                       f"  %c{r}_{step} = fcmp ogt <{LANES} x float> {cur}, %h{r}_{step}",
                       f"  %w{r}_{step + 1} = select <{LANES} x i1> %c{r}_{step}, <{LANES} x float> {cur}, <{LANES} x float> %h{r}_{step}"]
             width, step = half, step + 1
-        lines += [f"  %m{r} = extractelement <{LANES} x float> %w{r}_{step}, i64 0",
-                  f"  %g{r} = fcmp ogt float %m{r}, %a{r}",
-                  f"  %s{r} = select i1 %g{r}, float %m{r}, float %a{r}",
-                  f"  store float %s{r}, ptr %q{r}, align 4"]
+        lines.append(f"  %m{r} = extractelement <{LANES} x float> %w{r}_{step}, i64 0")
+        if exact:
+            lines += [f"  %nan{r} = fcmp uno <{LANES} x float> %w{r}_0, zeroinitializer",
+                      f"  %nanbits{r} = bitcast <{LANES} x i1> %nan{r} to i{LANES}",
+                      f"  %anynan{r} = icmp ne i{LANES} %nanbits{r}, 0",
+                      f"  %bits{r} = bitcast <{LANES} x float> %w{r}_0 to <{LANES} x i32>",
+                      f"  %pz{r} = icmp eq <{LANES} x i32> %bits{r}, zeroinitializer",
+                      f"  %pzbits{r} = bitcast <{LANES} x i1> %pz{r} to i{LANES}",
+                      f"  %anypz{r} = icmp ne i{LANES} %pzbits{r}, 0",
+                      f"  %zero{r} = fcmp oeq float %m{r}, 0.0",
+                      f"  %pzero{r} = and i1 %zero{r}, %anypz{r}",
+                      f"  %mz{r} = select i1 %pzero{r}, float 0.0, float %m{r}",
+                      f"  %mn{r} = select i1 %anynan{r}, float 0x7FF8000000000000, float %mz{r}",
+                      f"  %s{r} = call float @llvm.maximum.f32(float %mn{r}, float %a{r})"]
+        else:
+            lines += [f"  %g{r} = fcmp ogt float %m{r}, %a{r}",
+                      f"  %s{r} = select i1 %g{r}, float %m{r}, float %a{r}"]
+        lines.append(f"  store float %s{r}, ptr %q{r}, align 4")
     return "\n".join(lines) + "\n" + TAIL
-
-
-def rowwise_select_exact():
-    """`rowwise_select`'s tree, then `llvm.vector.reduce.fmaximum`'s semantics restored: NaN
-    where any lane is NaN, and +0 rather than -0 where the maximum is a zero and any lane +0
-    (each test on the row widened to 16 lanes, its lanes' bits as one integer)."""
-    text = rowwise_select()
-    lines = []
-    for line in text.split("\n"):
-        match = re.match(r"  %g(\d+) = fcmp ogt float %m\1, %a\1", line)
-        if not match:
-            lines.append(line)
-            continue
-        r = match.group(1)
-        lines += [f"  %nan{r} = fcmp uno <{LANES} x float> %w{r}_0, zeroinitializer",
-                  f"  %nanbits{r} = bitcast <{LANES} x i1> %nan{r} to i{LANES}",
-                  f"  %anynan{r} = icmp ne i{LANES} %nanbits{r}, 0",
-                  f"  %bits{r} = bitcast <{LANES} x float> %w{r}_0 to <{LANES} x i32>",
-                  f"  %pz{r} = icmp eq <{LANES} x i32> %bits{r}, zeroinitializer",
-                  f"  %pzbits{r} = bitcast <{LANES} x i1> %pz{r} to i{LANES}",
-                  f"  %anypz{r} = icmp ne i{LANES} %pzbits{r}, 0",
-                  f"  %zero{r} = fcmp oeq float %m{r}, 0.0",
-                  f"  %pzero{r} = and i1 %zero{r}, %anypz{r}",
-                  f"  %mz{r} = select i1 %pzero{r}, float 0.0, float %m{r}",
-                  f"  %mn{r} = select i1 %anynan{r}, float 0x7FF8000000000000, float %mz{r}",
-                  f"  %t{r} = call float @llvm.maximum.f32(float %mn{r}, float %a{r})"]
-    text = "\n".join(lines)
-    text = re.sub(r"  %s(\d+) = select i1 %g\1, float %m\1, float %a\1\n", "", text)
-    return re.sub(r"store float %s(\d+),", r"store float %t\1,", text)
 
 
 def rows_in_lanes():
@@ -118,7 +108,7 @@ FORMS = {
     "rowwise-maximum": rowwise("fmaximum", "maximum"),
     "rowwise-maxnum": rowwise("fmax", "maxnum"),
     "rowwise-select": rowwise_select(),
-    "rowwise-select-exact": rowwise_select_exact(),
+    "rowwise-select-exact": rowwise_select(exact=True),
     "rows-in-lanes": rows_in_lanes(),
 }
 
