@@ -73,9 +73,32 @@ struct Options {
   /// Whether the passes of `kPassesWithoutEffect` run too.
   bool everyPass;
   /// Whether tessera vectorized the module's loops (its -O3): levels 1 to 3 then run
-  /// `kVectorizedKernelPipeline` instead of LLVM's own.
+  /// `vectorizedKernelPipeline` instead of LLVM's own.
   bool vectorized;
+  /// Whether, in `vectorizedKernelPipeline`, loops too long to unroll whole may be unrolled
+  /// in part (kernels of long loops); else only whole loops are (`kShortLoopsUnroll`).
+  bool partialUnroll;
 };
+
+/// The passes of `vectorizedKernelPipeline` before and after its unroller.
+constexpr llvm::StringLiteral kVectorizedKernelHead =
+    "coro-cond(coro-early,cgscc(coro-split),coro-cleanup,globaldce),"
+    "cgscc(inline),"
+    "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
+    "loop(loop-rotate),loop-mssa(licm<allowspeculation>),"
+    "loop-vectorize,";
+constexpr llvm::StringLiteral kVectorizedKernelTail =
+    ",slp-vectorizer,early-cse,instcombine<no-verify-fixpoint>,simplifycfg)";
+
+/// The unroller of kernels of long loops: LLVM's at -O3 (whole loops, and the others in part).
+constexpr llvm::StringLiteral kLongLoopsUnroll = "loop-unroll<O3>";
+
+/// The unroller of kernels whose loops are all short (`tessera::PartKind::ShortLoops`): whole
+/// loops only. Their loops that cannot be unrolled whole (a softmax's over 256 rows of 10)
+/// run a few microseconds a call; unrolled 2 to 4 times in part they were most of W2's code:
+/// its four softmax kernels compiled from 740 machine instructions instead of 252, and took
+/// `llc` 105 M instructions instead of 40 M (bench/RESULTS.md, issue 13's ninth measurement).
+constexpr llvm::StringLiteral kShortLoopsUnroll = "loop-unroll<O3;no-partial;no-runtime>";
 
 /// LLVM's IR pipeline for kernels tessera has vectorized, tiled and fused: what they need of
 /// LLVM's -O3, not all of it. -O3 spent 62 of W2's 157 ms of compilation (three dense
@@ -91,14 +114,13 @@ struct Options {
 /// left scalar (none in W1-W6; cheap where it finds nothing); loops unrolled (a vectorized
 /// layer_norm -> gelu ran 10x slower without it); the SLP vectorizer (W4 4.5 instead of 3.4 ms
 /// without it: the unrolled rows' scalar tails and reductions); a last folding of what
-/// unrolling exposed.
-constexpr llvm::StringLiteral kVectorizedKernelPipeline =
-    "coro-cond(coro-early,cgscc(coro-split),coro-cleanup,globaldce),"
-    "cgscc(inline),"
-    "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,"
-    "loop(loop-rotate),loop-mssa(licm<allowspeculation>),"
-    "loop-vectorize,loop-unroll<O3>,slp-vectorizer,"
-    "early-cse,instcombine<no-verify-fixpoint>,simplifycfg)";
+/// unrolling exposed. The unroller is `kLongLoopsUnroll`, or `kShortLoopsUnroll` where
+/// `partialUnroll` is false.
+std::string vectorizedKernelPipeline(bool partialUnroll) {
+  return (llvm::Twine(kVectorizedKernelHead) +
+          (partialUnroll ? kLongLoopsUnroll : kShortLoopsUnroll) + kVectorizedKernelTail)
+      .str();
+}
 
 /// Passes of LLVM's -O1..-O3 pipelines that change nothing in the code tessera's pipelines
 /// make: MLIR has already propagated its constants, removed its dead code and redundant
@@ -254,7 +276,8 @@ void optimize(llvm::Module &module, llvm::TargetMachine &machine, const Options 
   Analyses analyses(builder);
   llvm::ModulePassManager passes;
   if (options.vectorized && options.level > 0) {
-    if (llvm::Error error = builder.parsePassPipeline(passes, kVectorizedKernelPipeline))
+    if (llvm::Error error =
+            builder.parsePassPipeline(passes, vectorizedKernelPipeline(options.partialUnroll)))
       llvm::report_fatal_error(std::move(error));
     passes.run(module, analyses.modules);
     return;
@@ -493,7 +516,8 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
       simplifyGlue(part);
     else
       optimize(part, **partMachine,
-               Options{split[index].level, options.unroll, options.everyPass, options.vectorized});
+               Options{split[index].level, options.unroll, options.everyPass, options.vectorized,
+                       kind != tessera::PartKind::ShortLoops});
     optimized[index] = millisecondsSince(start);
     auto object = emitObject(part, **partMachine, kind == tessera::PartKind::Long);
     summaries[index].milliseconds = millisecondsSince(start);
@@ -597,7 +621,7 @@ struct TesseraSymbol {
 extern "C" {
 
 /// Compiles `operation` (a module in the LLVM dialect) at LLVM level `level` (loop unrolling
-/// when `unroll`, the passes without effect too when `everyPass`, `kVectorizedKernelPipeline`
+/// when `unroll`, the passes without effect too when `everyPass`, `vectorizedKernelPipeline`
 /// instead of LLVM's when `vectorized`) into memory on up to
 /// `threads` threads; calls to `symbols` resolve to the
 /// addresses given, other external names to the process's. The milliseconds of translation,
@@ -611,7 +635,7 @@ TesseraJit *tesseraJitCompile(MlirOperation operation, unsigned level, bool unro
                               size_t *partCount, char **error) {
   Stopwatch watch(phases);
   initializeTarget();
-  Options options{level, unroll, everyPass, vectorized};
+  Options options{level, unroll, everyPass, vectorized, true};
   auto fail = [&](const std::string &message) -> TesseraJit * {
     *error = copyMessage(message);
     return nullptr;
@@ -684,13 +708,13 @@ void *tesseraJitLookup(TesseraJit *jit, const char *name) {
 void tesseraJitDestroy(TesseraJit *jit) { delete jit; }
 
 /// Compiles `operation` at LLVM level `level` (loop unrolling when `unroll`, the passes
-/// without effect too when `everyPass`, `kVectorizedKernelPipeline` when `vectorized`) into
+/// without effect too when `everyPass`, `vectorizedKernelPipeline` when `vectorized`) into
 /// the object file `path`. Returns false with
 /// `*error` set on failure.
 bool tesseraWriteObjectFile(MlirOperation operation, unsigned level, bool unroll,
                             bool everyPass, bool vectorized, const char *path, char **error) {
   initializeTarget();
-  Options options{level, unroll, everyPass, vectorized};
+  Options options{level, unroll, everyPass, vectorized, true};
   auto machine = hostMachine();
   if (!machine) {
     *error = copyMessage(llvm::toString(machine.takeError()));

@@ -52,7 +52,8 @@ DefinedSize definedSize(const llvm::Module &module,
 enum class PartKind : unsigned {
   /// Kernels at the module's level, at least one with long loops (`SHORT_LOOPS_WORK`).
   Long,
-  /// Kernels at the module's level whose loops are all short: no loop strength reduction.
+  /// Kernels at the module's level whose loops are all short: no loop strength reduction,
+  /// and no loop unrolled in part (llvm_backend.cpp, `kShortLoopsUnroll`).
   ShortLoops,
   /// Tiny kernels (`TINY_KERNEL_WORK`), at level 0, no loop strength reduction.
   Tiny,

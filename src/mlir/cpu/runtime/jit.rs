@@ -81,7 +81,8 @@ pub struct LlvmPart {
 pub enum PartKind {
     /// Kernels, one at least with long loops: the part's level, loop strength reduction on.
     Long,
-    /// Kernels whose loops are all short: the part's level, no loop strength reduction.
+    /// Kernels whose loops are all short: the part's level, no loop strength reduction, no
+    /// loop unrolled in part.
     ShortLoops,
     /// Tiny kernels: level 0.
     Tiny,
