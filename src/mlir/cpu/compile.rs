@@ -57,7 +57,7 @@ pub fn jit_opt_level(module: &Module, pipeline: &Pipeline) -> u32 {
 /// applies a schedule: -O0). Vectorized kernels need LLVM's unrolling (layer_norm → gelu
 /// without it: 7.9 → 75 ms), but op-by-op loops barely gain from it and it is most of their
 /// compile time (the two-layer GPT block at -O0: 1384 → 377 ms in LLVM). Vectorized modules
-/// get LLVM's pipeline for vectorized kernels instead of its -O3 (`kVectorizedKernelPipeline`
+/// get LLVM's pipeline for vectorized kernels instead of its -O3 (`vectorizedKernelPipeline`
 /// in llvm_backend.cpp); the others, whose loops LLVM must vectorize, LLVM's own.
 pub fn jit_options(module: &Module, pipeline: &Pipeline) -> LlvmOptions {
     let optimizing = [

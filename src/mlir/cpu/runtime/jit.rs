@@ -32,7 +32,7 @@ pub struct LlvmOptions {
     /// (`kPassesWithoutEffect` in llvm_backend.cpp; a test compares the objects both ways).
     pub every_pass: bool,
     /// Whether tessera vectorized the module's loops: LLVM's levels 1 to 3 then run the
-    /// pipeline made for such kernels (`kVectorizedKernelPipeline` in llvm_backend.cpp)
+    /// pipeline made for such kernels (`vectorizedKernelPipeline` in llvm_backend.cpp)
     /// instead of its own.
     pub vectorized: bool,
 }
