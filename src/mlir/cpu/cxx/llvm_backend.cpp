@@ -96,8 +96,9 @@ constexpr llvm::StringLiteral kLongLoopsUnroll = "loop-unroll<O3>";
 /// The unroller of kernels whose loops are all short (`tessera::PartKind::ShortLoops`): whole
 /// loops only. Their loops that cannot be unrolled whole (a softmax's over 256 rows of 10)
 /// run a few microseconds a call; unrolled 2 to 4 times in part they were most of W2's code:
-/// its four softmax kernels compiled from 740 machine instructions instead of 252, and took
-/// `llc` 105 M instructions instead of 40 M (bench/RESULTS.md, issue 13's ninth measurement).
+/// its four softmax kernels compiled to 740 machine instructions instead of 252, and W2's
+/// short-loops parts took 48 ms of CPU instead of 31, their kernels as fast to run
+/// (bench/RESULTS.md, issue 13's ninth measurement).
 constexpr llvm::StringLiteral kShortLoopsUnroll = "loop-unroll<O3;no-partial;no-runtime>";
 
 /// LLVM's IR pipeline for kernels tessera has vectorized, tiled and fused: what they need of
@@ -465,7 +466,7 @@ uint64_t constantBytes(const llvm::Module &module) {
 /// merged, then, with `parts` of at least 1, split into up to that many parts per kind
 /// (`tessera::splitIntoParts`: kernels spread by size, each entry with what it inlines; glue
 /// only inlined and folded, tiny kernels at level 0, kernels of short loops without loop
-/// strength reduction) that are optimized and compiled each with a target machine of its own,
+/// strength reduction nor partial unrolling) that are optimized and compiled each with a target machine of its own,
 /// one after another when `parts` is 1, else on `parts` threads, each in an LLVM context of
 /// its own (neither is thread-safe). The kernels take bare
 /// pointers and nothing of them is left for a whole-module pass to specialize, so optimizing
