@@ -95,10 +95,10 @@ constexpr llvm::StringLiteral kLongLoopsUnroll = "loop-unroll<O3>";
 
 /// The unroller of kernels whose loops are all short (`tessera::PartKind::ShortLoops`): whole
 /// loops only. Their loops that cannot be unrolled whole (a softmax's over 256 rows of 10)
-/// run a few microseconds a call; unrolled 2 to 4 times in part they were most of W2's code:
-/// its four softmax kernels compiled to 740 machine instructions instead of 252, and W2's
-/// short-loops parts took 48 ms of CPU instead of 31, their kernels as fast to run
-/// (bench/RESULTS.md, issue 13's ninth measurement).
+/// run a few microseconds a call; unrolled 2 to 4 times in part, W2's four softmax kernels
+/// were 740 of its 2449 machine instructions, 252 now, and its short-loops parts take a
+/// third less CPU (33.0 -> 23.8 ms), their kernels as fast to run (bench/RESULTS.md, issue
+/// 13's ninth measurement).
 constexpr llvm::StringLiteral kShortLoopsUnroll = "loop-unroll<O3;no-partial;no-runtime>";
 
 /// LLVM's IR pipeline for kernels tessera has vectorized, tiled and fused: what they need of
