@@ -52,6 +52,9 @@ extern "C" {
     fn tesseraRegisterRegisterGroupsPass();
     /// Registers `tessera-prefetch-next-tiles` (src/mlir/cpu/cxx/next_tile_prefetch.cpp).
     fn tesseraRegisterPrefetchNextTilesPass();
+    /// Registers `tessera-lower-vector-ops` and `tessera-convert-to-llvm`
+    /// (src/mlir/cpu/cxx/llvm_dialect_conversion.cpp).
+    fn tesseraRegisterLlvmDialectConversionPasses();
     /// Registers `tessera-form-gpu-kernels` (src/mlir/gpu/cxx/kernel_regions.cpp).
     fn tesseraRegisterFormGpuKernelsPass();
     /// Registers `tessera-promote-block-buffers` (src/mlir/gpu/cxx/block_buffers.cpp).
@@ -115,6 +118,7 @@ impl MlirContext {
                 tesseraRegisterInvariantCodeHoistingPass();
                 tesseraRegisterRegisterGroupsPass();
                 tesseraRegisterPrefetchNextTilesPass();
+                tesseraRegisterLlvmDialectConversionPasses();
                 tesseraRegisterFormGpuKernelsPass();
                 tesseraRegisterPromoteBlockBuffersPass();
                 tesseraRegisterMergeGpuModulesPass();

@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 /// Marks the loop nests to outline.
 const KERNEL: &str = "tessera.kernel";
 
-/// The attribute by which `convert-func-to-llvm` passes a function's memrefs as bare
+/// The attribute by which the conversion of `func` to LLVM (`tessera-convert-to-llvm`) passes a function's memrefs as bare
 /// pointers.
 const BARE_POINTERS: &str = "llvm.bareptr";
 
@@ -124,7 +124,7 @@ pub fn outline_kernels(
 
 /// Marks each kernel whose memrefs are static but for their address (shape, strides and
 /// offset in their types) to take them as bare pointers (`llvm.bareptr`, which
-/// `convert-func-to-llvm` honours at the kernel and at its calls): each memref is then one
+/// the conversion of `func` honours at the kernel and at its calls): each memref is then one
 /// pointer instead of a descriptor of 3 + 2 x rank values that the caller builds and
 /// unpacks. On the two-layer GPT block at -O3 the calling function shrank from 3557 to 1855
 /// lines of the LLVM dialect, the whole module's LLVM IR from 8961 to 6925 lines.

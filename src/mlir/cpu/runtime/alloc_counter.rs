@@ -1,5 +1,5 @@
 //! The allocator compiled code calls (`_mlir_memref_to_llvm_alloc` and friends, from
-//! `finalize-memref-to-llvm{use-generic-functions}`): it counts live and peak bytes, so runs
+//! `tessera-convert-to-llvm`, as `finalize-memref-to-llvm{use-generic-functions}`): it counts live and peak bytes, so runs
 //! can report what they allocated and tests can prove that nothing leaks. Freed blocks are
 //! kept, by size and alignment, for the next allocation of the same layout (as the caching
 //! allocators of ML frameworks do): a call allocates the same temporaries as the one before,

@@ -63,13 +63,13 @@ fn has_bf16(module: &melior::ir::Module<'_>) -> bool {
 /// The pass that approximates math with polynomials (`math=approximate`).
 const APPROXIMATE: &str = "func.func(math-polynomial-approximation)";
 
-/// The upstream passes that finish the lowering (libm before vector-to-llvm, as it must be;
-/// vector sums reassociated into tree reductions).
+/// The passes that finish the lowering: loops to branches and math to LLVM's intrinsics or
+/// libm (libm before the vectors convert, as it must be), vector ops lowered into those with
+/// an LLVM form, then everything converted to the LLVM dialect in one conversion (vector
+/// sums reassociated into tree reductions; src/mlir/cpu/cxx/llvm_dialect_conversion.cpp).
 const REST: &str = "func.func(convert-scf-to-cf,convert-math-to-llvm),convert-math-to-libm,\
-                    func.func(convert-vector-to-llvm{reassociate-fp-reductions},\
-                    convert-arith-to-llvm,convert-index-to-llvm),\
-                    finalize-memref-to-llvm{use-generic-functions},\
-                    convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts";
+                    func.func(tessera-lower-vector-ops),\
+                    tessera-convert-to-llvm,reconcile-unrealized-casts";
 
 impl Stage for LowerToLlvm {
     fn name(&self) -> &'static str {
@@ -149,8 +149,8 @@ impl Stage for LowerToLlvm {
         };
         if has_bf16(&module) {
             passes = passes.replacen(
-                "convert-arith-to-llvm",
-                &format!("{BF16_AS_INTEGERS},convert-arith-to-llvm"),
+                "tessera-lower-vector-ops",
+                &format!("tessera-lower-vector-ops,{BF16_AS_INTEGERS}"),
                 1,
             );
         }
