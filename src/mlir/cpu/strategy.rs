@@ -162,6 +162,25 @@ pub fn lane_dot_rows(loops: &Loops, unit: VectorUnit) -> Option<i64> {
     (tile >= 1).then_some(tile)
 }
 
+/// The share of its function's work (iterations of its structured ops' loop nests) below
+/// which a matmul keeps N in the lanes although [`lane_dot_rows`] would take K: one part in
+/// `LANE_DOT_MIN_SHARE`. Dot products cost their own code (the lanes' sums as shuffle trees
+/// and, with B not constant, the kernel that transposes it at each call), which LLVM's code
+/// generator compiles like any other: on W2 (three dense layers, the last 1024 x 10, 0.6% of
+/// the work) the last layer's dot products and B's transpose cost 10 ms of its 70 ms compile
+/// and saved nothing (the layer ran 80 us a call with them, 76 without). At an eighth of the
+/// work, what they gain where they pay (W1's first layer 1.07 -> 0.60 ms, 44%) is still a
+/// twentieth of the call. The seed MLP (W1), whose N = 10 layer is nearly all of its work,
+/// keeps them.
+pub const LANE_DOT_MIN_SHARE: i64 = 8;
+
+/// Whether a matmul of `iterations` (M x N x K) is a large enough share of a function whose
+/// structured ops iterate `function_iterations` times to be computed as dot products with K
+/// in the lanes ([`LANE_DOT_MIN_SHARE`]).
+pub fn lane_dots_repay(iterations: i64, function_iterations: i64) -> bool {
+    iterations.saturating_mul(LANE_DOT_MIN_SHARE) >= function_iterations
+}
+
 /// The cache-level sizes the strategy writes and `tessera-tile` reads.
 pub const TILE_SIZES: &str = "tessera.tile_sizes";
 
@@ -865,6 +884,25 @@ mod tests {
 
     /// The L2 the tests size for: 1 MiB.
     const L2: i64 = 1 << 20;
+
+    #[test]
+    fn dot_products_only_where_their_matmul_is_a_share_of_the_work() {
+        let matmul = |m: i64, n: i64, k: i64| Loops(vec![(m, false), (n, false), (k, true)]);
+        // W1 at batch 4096: the N = 10 layer, then a 10 x 10 one, a bias and a softmax.
+        let first = matmul(4096, 10, 784).iterations();
+        assert_eq!(first, 4096 * 10 * 784);
+        let w1 = first + matmul(4096, 10, 10).iterations() + 3 * 4096 * 10;
+        assert!(lane_dots_repay(first, w1));
+        // W2's last layer (256 x 1024 by 1024 x 10) beside its two 1024-wide layers.
+        let last = matmul(256, 10, 1024).iterations();
+        let w2 = matmul(256, 1024, 784).iterations() + matmul(256, 1024, 1024).iterations() + last;
+        assert!(!lane_dots_repay(last, w2));
+        // At exactly one part in LANE_DOT_MIN_SHARE it still repays; below, not.
+        assert!(lane_dots_repay(100, 100 * LANE_DOT_MIN_SHARE));
+        assert!(!lane_dots_repay(100, 100 * LANE_DOT_MIN_SHARE + 1));
+        // Huge nests saturate instead of overflowing.
+        assert_eq!(matmul(i64::MAX, 2, 2).iterations(), i64::MAX);
+    }
 
     #[test]
     fn narrow_matmuls_put_k_in_the_lanes() {

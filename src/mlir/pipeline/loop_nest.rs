@@ -13,6 +13,16 @@ pub const PARALLEL: &str = "tessera.parallel";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Loops(pub Vec<(i64, bool)>);
 
+impl Loops {
+    /// The iterations of the whole nest (the product of the extents, saturating): a measure
+    /// of the op's work.
+    pub fn iterations(&self) -> i64 {
+        self.0
+            .iter()
+            .fold(1i64, |product, &(extent, _)| product.saturating_mul(extent))
+    }
+}
+
 /// The linalg ops the targets' strategies size tiles for and fusion fuses (any other keeps
 /// the loops upstream lowers it to).
 const STRUCTURED: &[&str] = &[

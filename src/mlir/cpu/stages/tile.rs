@@ -19,9 +19,9 @@ use crate::mlir::bridge::walk::{walk, WalkedOp};
 use crate::mlir::cpu::cpu_model::CpuModel;
 use crate::mlir::cpu::strategy::{
     balance_threads, cache_order, choose, choose_vector, group_register_sizes, lane_dot_rows,
-    matmul_row_split, register_order, reuse_broadcast_rows, thread_chunks, transpose_blocks,
-    whole_register_rows, VectorUnit, MIN_LANE_DOT_READERS, MIN_PANEL_READERS, TILE_SIZES,
-    TRANSPOSE, VECTOR_SIZES,
+    lane_dots_repay, matmul_row_split, register_order, reuse_broadcast_rows, thread_chunks,
+    transpose_blocks, whole_register_rows, VectorUnit, MIN_LANE_DOT_READERS, MIN_PANEL_READERS,
+    TILE_SIZES, TRANSPOSE, VECTOR_SIZES,
 };
 use crate::mlir::cpu::tuning::{annotate, i64_array, kernel_key, Source, StageTuning, KEEP_LAYOUT};
 use crate::mlir::pipeline::loop_nest::{divisor_at_most, loops, map_results, Loops, PARALLEL};
@@ -35,6 +35,7 @@ use crate::mlir::pipeline::stages::{
 use melior::ir::attribute::{DenseI64ArrayAttribute, IntegerAttribute};
 use melior::ir::r#type::IntegerType;
 use melior::ir::Attribute;
+use std::collections::HashMap;
 use std::fmt::Write;
 
 /// Tiling as a stage.
@@ -402,6 +403,7 @@ fn split_matmul_rows(
 ) -> Result<(), Vec<Diagnostic>> {
     let ctx = env.context.context();
     let i64_type = IntegerType::new(ctx, 64).into();
+    let work = function_iterations(module);
     let mut heads = std::collections::BTreeSet::new();
     walk(module, |op| {
         let Some(op_loops) = loops(op) else { return };
@@ -409,7 +411,7 @@ fn split_matmul_rows(
             && op.operand_element_types().iter().all(|t| t == "f32")
             && op.attribute(TILE_SIZES).is_none()
             && op.attribute(VECTOR_SIZES).is_none()
-            && lane_dot_tile(op, &op_loops, unit).is_none()
+            && lane_dot_tile(op, &op_loops, unit, &work).is_none()
             && !tuning.is_some_and(|tuning| {
                 let key = kernel_key(op, &op_loops);
                 tuning
@@ -512,14 +514,66 @@ fn traced_operand<'c>(op: &WalkedOp<'c>, index: usize) -> (Option<WalkedOp<'c>>,
     (producer, shape.unwrap_or_default())
 }
 
+/// The iterations of `op`'s loops (with `loops`) over the whole tensors it computes a tile of
+/// (`tessera-fuse` tiled the layers it fused): a matmul's M and N are the rows of its A and
+/// the columns of its B seen through their slices; another op's iterations are scaled by how
+/// many tiles of its first operand the whole of it holds.
+fn whole_iterations(op: &WalkedOp<'_>, loops: &Loops) -> i64 {
+    let elements = |shape: &[i64]| shape.iter().fold(1i64, |p, &d| p.saturating_mul(d.max(1)));
+    if let (true, [(_, false), (_, false), (depth, true)]) =
+        (op.name() == "linalg.matmul", loops.0.as_slice())
+    {
+        let (a, b) = (traced_operand(op, 0).1, traced_operand(op, 1).1);
+        if let ([rows, _], [_, columns]) = (a.as_slice(), b.as_slice()) {
+            return rows.saturating_mul(*columns).saturating_mul(*depth);
+        }
+    }
+    let tile = op.shapes().0.first().cloned().flatten().unwrap_or_default();
+    let whole = traced_operand(op, 0).1;
+    let tiles = (elements(&whole) / elements(&tile)).max(1);
+    loops.iterations().saturating_mul(tiles)
+}
+
+/// The name of the function `op` is in.
+fn enclosing_function(op: &WalkedOp<'_>) -> Option<String> {
+    let mut current = op.parent()?;
+    while current.name() != "func.func" {
+        current = current.parent()?;
+    }
+    current.string_attribute("sym_name")
+}
+
+/// The iterations of every structured op of each function of `module` over the whole
+/// tensors ([`whole_iterations`]), by function name: the measure of a call's work the
+/// strategy weighs a kernel's share by.
+fn function_iterations(module: &melior::ir::Module<'_>) -> HashMap<String, i64> {
+    let mut totals = HashMap::new();
+    walk(module, |op| {
+        if let (Some(op_loops), Some(function)) = (loops(op), enclosing_function(op)) {
+            let total: &mut i64 = totals.entry(function).or_default();
+            *total = total.saturating_add(whole_iterations(op, &op_loops));
+        }
+    });
+    totals
+}
+
 /// The register tile's rows and the cache tile's rows (0: untiled) with which f32 matmul `op`
-/// (with `loops`) is computed as dot products with K in the lanes, when the strategy says so
-/// ([`lane_dot_rows`]) and its B is a constant (transposed at compile time) or its A, traced
+/// (with `loops`; `work`: [`function_iterations`]) is computed as dot products with K in
+/// the lanes, when the strategy says so ([`lane_dot_rows`], [`lane_dots_repay`]) and its B is a constant (transposed at compile time) or its A, traced
 /// through the tiles it is a slice of, has [`MIN_LANE_DOT_READERS`] rows per register tile
 /// row (B is transposed as the call runs). Cache tiles of at most 64 rows, a multiple of the
 /// register tile's where M allows, give threads their share.
-fn lane_dot_tile(op: &WalkedOp<'_>, loops: &Loops, unit: VectorUnit) -> Option<(i64, i64)> {
+fn lane_dot_tile(
+    op: &WalkedOp<'_>,
+    loops: &Loops,
+    unit: VectorUnit,
+    work: &HashMap<String, i64>,
+) -> Option<(i64, i64)> {
     if op.name() != "linalg.matmul" || op.operand_element_types().iter().any(|t| t != "f32") {
+        return None;
+    }
+    let function = work.get(&enclosing_function(op)?).copied().unwrap_or(0);
+    if !lane_dots_repay(whole_iterations(op, loops), function) {
         return None;
     }
     let rows = lane_dot_rows(loops, unit)?;
@@ -662,6 +716,7 @@ impl Stage for Tile {
         }
         let mut count = 0;
         let mut lane_dot_count = 0;
+        let work = function_iterations(&module);
         walk(&module, |op| {
             // The register groups' tiles, tiled already.
             if op.attribute(VECTORIZE).is_some() {
@@ -680,7 +735,7 @@ impl Stage for Tile {
             };
             let lane_dots = match &forced {
                 None if pinned(TILE_SIZES).is_none() && pinned(VECTOR_SIZES).is_none() => {
-                    lane_dot_tile(op, &op_loops, unit)
+                    lane_dot_tile(op, &op_loops, unit, &work)
                 }
                 _ => None,
             };
