@@ -559,9 +559,10 @@ fn function_iterations(module: &melior::ir::Module<'_>) -> HashMap<String, i64> 
 
 /// The register tile's rows and the cache tile's rows (0: untiled) with which f32 matmul `op`
 /// (with `loops`; `work`: [`function_iterations`]) is computed as dot products with K in
-/// the lanes, when the strategy says so ([`lane_dot_rows`], [`lane_dots_repay`]) and its B is a constant (transposed at compile time) or its A, traced
-/// through the tiles it is a slice of, has [`MIN_LANE_DOT_READERS`] rows per register tile
-/// row (B is transposed as the call runs). Cache tiles of at most 64 rows, a multiple of the
+/// the lanes, when the strategy says so ([`lane_dot_rows`], [`lane_dots_repay`]) and its B
+/// is a constant (transposed at compile time) or its A, traced through the tiles it is a
+/// slice of, has [`MIN_LANE_DOT_READERS`] rows per register tile row (B is transposed as
+/// the call runs). Cache tiles of at most 64 rows, a multiple of the
 /// register tile's where M allows, give threads their share.
 fn lane_dot_tile(
     op: &WalkedOp<'_>,
