@@ -61,6 +61,8 @@ extern "C" {
     fn tesseraRegisterPromoteBlockBuffersPass();
     /// Registers `tessera-merge-gpu-modules` (src/mlir/gpu/cxx/kernel_module.cpp).
     fn tesseraRegisterMergeGpuModulesPass();
+    /// Registers `tessera-sink-views-into-launches` (src/mlir/gpu/cxx/view_sinking.cpp).
+    fn tesseraRegisterSinkViewsIntoLaunchesPass();
     /// Registers `tessera-gpu-warp-reductions` (src/mlir/gpu/cxx/warp_reductions.cpp).
     fn tesseraRegisterWarpReductionsPass();
     /// Registers `tessera-gpu-register-tiles` (src/mlir/gpu/cxx/register_tiles.cpp).
@@ -122,6 +124,7 @@ impl MlirContext {
                 tesseraRegisterFormGpuKernelsPass();
                 tesseraRegisterPromoteBlockBuffersPass();
                 tesseraRegisterMergeGpuModulesPass();
+                tesseraRegisterSinkViewsIntoLaunchesPass();
                 tesseraRegisterWarpReductionsPass();
                 tesseraRegisterRegisterTilesPass();
             }

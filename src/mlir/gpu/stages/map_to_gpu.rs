@@ -57,9 +57,10 @@ const WARP_THREADS: &str = "tessera.gpu_warp_threads";
 
 /// What runs after it: loop-invariant views hoisted, threads' register tiles of products with
 /// their accumulators in registers (src/mlir/gpu/cxx/register_tiles.cpp), block buffers into
-/// shared memory, constants sunk into the kernels (for LLVM to fold them, instead of kernel
-/// arguments), kernels outlined into one module.
-const OUTLINE: &str = "loop-invariant-code-motion,tessera-gpu-register-tiles,tessera-promote-block-buffers,gpu-launch-sink-index-computations,gpu-kernel-outlining,tessera-merge-gpu-modules,cse";
+/// shared memory, constants and buffer views sunk into the kernels (for LLVM to fold them,
+/// instead of kernel arguments; src/mlir/gpu/cxx/view_sinking.cpp), kernels outlined into one
+/// module.
+const OUTLINE: &str = "loop-invariant-code-motion,tessera-gpu-register-tiles,tessera-promote-block-buffers,tessera-sink-views-into-launches,gpu-kernel-outlining,tessera-merge-gpu-modules,cse";
 
 /// An op whose tile goes to threads: its handle's index among the marked ones, its loops
 /// (inside the block), its thread tiles and, for a contraction, how its operands are staged
