@@ -55,6 +55,9 @@ extern "C" {
     /// Registers `tessera-lower-vector-ops` and `tessera-convert-to-llvm`
     /// (src/mlir/cpu/cxx/llvm_dialect_conversion.cpp).
     fn tesseraRegisterLlvmDialectConversionPasses();
+    /// Registers `tessera-unroll-vector-transfers` and `tessera-expand-strided-metadata`
+    /// (src/mlir/cpu/cxx/kernel_structure_lowering.cpp).
+    fn tesseraRegisterKernelStructureLoweringPasses();
     /// Registers `tessera-form-gpu-kernels` (src/mlir/gpu/cxx/kernel_regions.cpp).
     fn tesseraRegisterFormGpuKernelsPass();
     /// Registers `tessera-promote-block-buffers` (src/mlir/gpu/cxx/block_buffers.cpp).
@@ -121,6 +124,7 @@ impl MlirContext {
                 tesseraRegisterRegisterGroupsPass();
                 tesseraRegisterPrefetchNextTilesPass();
                 tesseraRegisterLlvmDialectConversionPasses();
+                tesseraRegisterKernelStructureLoweringPasses();
                 tesseraRegisterFormGpuKernelsPass();
                 tesseraRegisterPromoteBlockBuffersPass();
                 tesseraRegisterMergeGpuModulesPass();

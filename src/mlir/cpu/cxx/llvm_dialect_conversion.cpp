@@ -43,7 +43,8 @@ constexpr bool kForce32BitVectorIndices = true;
 
 /// Lowers vector ops without an LLVM form into ops with one, with `convert-vector-to-llvm`'s
 /// own patterns and options (contractions as dot products, transposes element by element,
-/// transfers of rank above 1 left to `convert-vector-to-scf`, masks materialized).
+/// transfers of rank above 1 left to `convert-vector-to-scf`, masks materialized), without
+/// the greedy driver's region simplification (the patterns leave no block to simplify).
 struct LowerVectorOps : public mlir::PassWrapper<LowerVectorOps, mlir::OperationPass<>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerVectorOps)
 
@@ -71,7 +72,9 @@ struct LowerVectorOps : public mlir::PassWrapper<LowerVectorOps, mlir::Operation
                                                           mlir::vector::VectorTransformsOptions());
     mlir::vector::populateVectorTransferLoweringPatterns(patterns, /*maxTransferRank=*/1);
     mlir::vector::populateVectorMaskMaterializationPatterns(patterns, kForce32BitVectorIndices);
-    (void)mlir::applyPatternsAndFoldGreedily(getOperation(), std::move(patterns));
+    mlir::GreedyRewriteConfig config;
+    config.enableRegionSimplification = mlir::GreedySimplifyRegionLevel::Disabled;
+    (void)mlir::applyPatternsAndFoldGreedily(getOperation(), std::move(patterns), config);
   }
 };
 

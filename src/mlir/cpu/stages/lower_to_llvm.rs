@@ -27,14 +27,17 @@ use melior::ir::Attribute;
 /// Lowering to the LLVM dialect as a stage.
 pub struct LowerToLlvm;
 
-/// The upstream passes the stage runs before math is lowered. Vector transfers that are not
-/// a plain row are unrolled (`full-unroll`): lowered through a temporary instead, they put an
-/// `alloca` inside the loop nest, and the stack grew with every iteration until it overflowed.
+/// The passes the stage runs before math is lowered: upstream's loops, then, on each kernel,
+/// `convert-vector-to-scf{full-unroll}` and `expand-strided-metadata` as tessera's passes of
+/// the same patterns without region simplification (src/mlir/cpu/cxx/kernel_structure_lowering.cpp),
+/// and `lower-affine`. Vector transfers that are not a plain row are unrolled: lowered through
+/// a temporary instead, they put an `alloca` inside the loop nest, and the stack grew with
+/// every iteration until it overflowed.
 /// The loops exist after `LOOPS`; the top-level ones are outlined into kernels
 /// (`outline_kernels`) before the rest of `STRUCTURE` runs.
 const LOOPS: &str = "scf-forall-to-for,convert-linalg-to-loops";
 const STRUCTURE: &str =
-    "func.func(convert-vector-to-scf{full-unroll},expand-strided-metadata,lower-affine)";
+    "func.func(tessera-unroll-vector-transfers,tessera-expand-strided-metadata,lower-affine)";
 
 /// Prefetches, while a register tile accumulates, what the next one reads from operands not
 /// in this core's L2 (src/mlir/cpu/cxx/next_tile_prefetch.cpp); the sizes are the strategy's

@@ -186,7 +186,12 @@ struct PolynomialApproximation
       scaleSubnormalInputs(op);
     mlir::RewritePatternSet patterns(&getContext());
     mlir::populateMathPolynomialApproximationPatterns(patterns, {});
-    if (mlir::failed(mlir::applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+    // The approximations add no blocks: no region simplification (a liveness walk of the
+    // whole kernel after the driver's run).
+    mlir::GreedyRewriteConfig config;
+    config.enableRegionSimplification = mlir::GreedySimplifyRegionLevel::Disabled;
+    if (mlir::failed(
+            mlir::applyPatternsAndFoldGreedily(getOperation(), std::move(patterns), config)))
       signalPassFailure();
   }
 };
