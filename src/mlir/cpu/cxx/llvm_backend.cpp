@@ -33,6 +33,7 @@
 #include "llvm/Transforms/IPO/MergeFunctions.h"
 #include "llvm/Transforms/Scalar/InstSimplifyPass.h"
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -462,13 +463,39 @@ uint64_t constantBytes(const llvm::Module &module) {
   return bytes;
 }
 
+/// The target machines one compile thread uses, made when first needed, one per code
+/// generator level: a machine builds its subtarget (the host's feature string parsed, its
+/// implied features resolved) on first use, and a machine per part did that for every part
+/// (W2's compile made 7 machines and 4 subtargets, 14 M instructions; with a machine per
+/// thread and level, 5 and 2 on two threads). A machine compiles one module at a time, so
+/// threads do not share them.
+class ThreadMachines {
+public:
+  /// The machine of `level`, or null with `error` set.
+  llvm::TargetMachine *at(llvm::CodeGenOptLevel level, std::string &error) {
+    std::unique_ptr<llvm::TargetMachine> &slot = machines[static_cast<size_t>(level)];
+    if (!slot) {
+      auto made = hostMachine(level);
+      if (!made) {
+        error = llvm::toString(made.takeError());
+        return nullptr;
+      }
+      slot = std::move(*made);
+    }
+    return slot.get();
+  }
+
+private:
+  std::array<std::unique_ptr<llvm::TargetMachine>, 4> machines;
+};
+
 /// Object files for `module`, optimized and compiled as `options` say: identical functions
 /// merged, then, with `parts` of at least 1, split into up to that many parts per kind
 /// (`tessera::splitIntoParts`: kernels spread by size, each entry with what it inlines; glue
 /// only inlined and folded, tiny kernels at level 0, kernels of short loops without loop
-/// strength reduction nor partial unrolling) that are optimized and compiled each with a target machine of its own,
-/// one after another when `parts` is 1, else on `parts` threads, each in an LLVM context of
-/// its own (neither is thread-safe). The kernels take bare
+/// strength reduction nor partial unrolling) that are optimized and compiled with their
+/// thread's target machines (`ThreadMachines`), one after another when `parts` is 1, else on
+/// `parts` threads, each in an LLVM context of its own (neither is thread-safe). The kernels take bare
 /// pointers and nothing of them is left for a whole-module pass to specialize, so optimizing
 /// them apart loses nothing. With `parts` 0 (or a module that does not split) the whole
 /// module is optimized, then compiled into one object. `optimizing` receives the milliseconds
@@ -502,25 +529,27 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
   objects.resize(split.size());
   std::vector<std::string> errors(split.size());
   std::vector<double> optimized(split.size(), 0);
-  // Optimizes and compiles `part`, the part `index` of `split`, on compile thread `thread`.
-  auto compilePart = [&](size_t index, llvm::Module &part, unsigned thread) {
+  // Optimizes and compiles `part`, the part `index` of `split`, on compile thread `thread`
+  // with that thread's `machines`.
+  auto compilePart = [&](size_t index, llvm::Module &part, unsigned thread,
+                         ThreadMachines &machines) {
     tessera::PartKind kind = split[index].kind;
     bool glue = kind == tessera::PartKind::Glue;
-    auto partMachine = hostMachine(glue && options.level == 0 ? llvm::CodeGenOptLevel::None
-                                                              : llvm::CodeGenOptLevel::Default);
-    if (!partMachine) {
-      errors[index] = llvm::toString(partMachine.takeError());
+    llvm::TargetMachine *partMachine = machines.at(
+        glue && options.level == 0 ? llvm::CodeGenOptLevel::None
+                                   : llvm::CodeGenOptLevel::Default,
+        errors[index]);
+    if (!partMachine)
       return;
-    }
     auto start = std::chrono::steady_clock::now();
     if (glue)
       simplifyGlue(part);
     else
-      optimize(part, **partMachine,
+      optimize(part, *partMachine,
                Options{split[index].level, options.unroll, options.everyPass, options.vectorized,
                        kind != tessera::PartKind::ShortLoops});
     optimized[index] = millisecondsSince(start);
-    auto object = emitObject(part, **partMachine, kind == tessera::PartKind::Long);
+    auto object = emitObject(part, *partMachine, kind == tessera::PartKind::Long);
     summaries[index].milliseconds = millisecondsSince(start);
     summaries[index].thread = thread;
     if (!object) {
@@ -533,8 +562,9 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
     // One core: the parts one after another, in the module's own context, without the
     // bitcode that would carry each into a context of its own (written and read back, 37 M
     // of the 2084 M instructions of the two-layer GPT block's -O3 compile).
+    ThreadMachines machines;
     for (size_t index = 0; index < split.size(); ++index)
-      compilePart(index, *split[index].module, 0);
+      compilePart(index, *split[index].module, 0, machines);
   } else {
     // The part holding the most constant bytes (the weights) stays in the module's context,
     // carried to no other: bitcode writes and reads a constant element by element (a second
@@ -565,10 +595,11 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
     std::atomic<size_t> next{0};
     auto work = [&](unsigned thread) {
       llvm::LLVMContext context;
+      ThreadMachines machines;
       for (size_t taken = next++; taken < queue.size(); taken = next++) {
         size_t index = queue[taken];
         if (index == home) {
-          compilePart(index, *split[home].module, thread);
+          compilePart(index, *split[home].module, thread, machines);
           continue;
         }
         llvm::MemoryBufferRef buffer(
@@ -578,7 +609,7 @@ compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options
           errors[index] = llvm::toString(part.takeError());
           continue;
         }
-        compilePart(index, **part, thread);
+        compilePart(index, **part, thread, machines);
       }
     };
     std::vector<std::thread> threads;
