@@ -30,6 +30,7 @@ mod roundtrip;
 mod row_split;
 mod run_cli;
 mod sensitivity;
+mod similar_kernels;
 mod snapshots;
 mod stage_snapshots;
 mod tool_fuzz;

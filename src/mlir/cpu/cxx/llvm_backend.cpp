@@ -9,6 +9,7 @@
 
 #include "constant_bytes.h"
 #include "module_parts.h"
+#include "similar_kernels.h"
 
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
@@ -490,7 +491,8 @@ private:
 };
 
 /// Object files for `module`, optimized and compiled as `options` say: identical functions
-/// merged, then, with `parts` of at least 1, split into up to that many parts per kind
+/// merged, and in vectorized modules kernels that differ only in integer constants
+/// (`tessera::mergeSimilarKernels`), then, with `parts` of at least 1, split into up to that many parts per kind
 /// (`tessera::splitIntoParts`: kernels spread by size, each entry with what it inlines; glue
 /// only inlined and folded, tiny kernels at level 0, kernels of short loops without loop
 /// strength reduction nor partial unrolling) that are optimized and compiled with their
@@ -505,6 +507,12 @@ llvm::Expected<std::vector<std::unique_ptr<llvm::MemoryBuffer>>>
 compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options &options,
                unsigned parts, double &optimizing, std::vector<TesseraPart> &summaries) {
   mergeFunctions(module);
+  // Only where tessera vectorized the kernels (its -O3), whose pipeline this was measured
+  // in: LLVM's own -O pipelines (the scalar kernels of -O1, -O2) would analyze the merged
+  // kernels' new arguments with passes that change nothing in tessera's code otherwise
+  // (`kPassesWithoutEffect`).
+  if (options.vectorized)
+    tessera::mergeSimilarKernels(module);
   std::vector<tessera::ModulePart> split = tessera::splitIntoParts(module, parts, options.level);
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects;
   summaries.clear();
