@@ -492,16 +492,16 @@ private:
 
 /// Object files for `module`, optimized and compiled as `options` say: identical functions
 /// merged, and in vectorized modules kernels that differ only in integer constants
-/// (`tessera::mergeSimilarKernels`), then, with `parts` of at least 1, split into up to that many parts per kind
-/// (`tessera::splitIntoParts`: kernels spread by size, each entry with what it inlines; glue
-/// only inlined and folded, tiny kernels at level 0, kernels of short loops without loop
-/// strength reduction nor partial unrolling) that are optimized and compiled with their
-/// thread's target machines (`ThreadMachines`), one after another when `parts` is 1, else on
-/// `parts` threads, each in an LLVM context of its own (neither is thread-safe). The kernels
+/// (`tessera::mergeSimilarKernels`), then, with `parts` of at least 1, split into up to that
+/// many parts per kind (`tessera::splitIntoParts`: kernels spread by size, each entry with what
+/// it inlines; glue only inlined and folded, tiny kernels at level 0, kernels of short loops
+/// without loop strength reduction nor partial unrolling) that are optimized and compiled with
+/// their thread's target machines (`ThreadMachines`), one after another when `parts` is 1, else
+/// on `parts` threads, each in an LLVM context of its own (neither is thread-safe). The kernels
 /// take bare pointers and nothing of them is left for a whole-module pass to specialize, so
 /// optimizing them apart loses nothing. With `parts` 0 (or a module that does not split) the
-/// whole module is optimized, then compiled into one object. `optimizing` receives the milliseconds
-/// of optimization (all parts' one after another, the longest part's on threads),
+/// whole module is optimized, then compiled into one object. `optimizing` receives the
+/// milliseconds of optimization (all parts' one after another, the longest part's on threads),
 /// `summaries` what each part held.
 llvm::Expected<std::vector<std::unique_ptr<llvm::MemoryBuffer>>>
 compileObjects(llvm::Module &module, llvm::TargetMachine &machine, const Options &options,

@@ -73,9 +73,9 @@ bool mayHoldArgument(const llvm::Instruction &instruction, unsigned index) {
   default:
     break;
   }
+  // Only intrinsics take immediate arguments; none of theirs is one to pass.
   if (auto *call = llvm::dyn_cast<llvm::CallBase>(&instruction))
-    return !llvm::isa<llvm::IntrinsicInst>(call) && index < call->arg_size() &&
-           !call->paramHasAttr(index, llvm::Attribute::ImmArg);
+    return !llvm::isa<llvm::IntrinsicInst>(call) && index < call->arg_size();
   if (auto *gep = llvm::dyn_cast<llvm::GetElementPtrInst>(&instruction)) {
     if (index == 0)
       return true;
