@@ -4,19 +4,25 @@
 // A copy of 256 KiB or more outside loops (the interior of a padded buffer) is split across
 // the threads by its outermost dimension of several elements; a smaller one (255 KiB here)
 // stays whole, as does one inside a loop.
+// The halves run in a function of a range of them (what the copy reads and writes its
+// arguments), called by the thread pool through a launch declaration.
+// CHECK-LABEL: func.func private @tessera_parallel_body_0(
+// CHECK-SAME: %[[FIRST:[^:]*]]: index, %[[LAST:[^:]*]]: index, %[[SRC:[^:]*]]: memref<1x256x256xf32>, %[[DST:[^:]*]]: memref<1x256x256xf32, strided<[66564, 258, 1], offset: 259>>)
+// CHECK-SAME: passthrough = ["noinline"]
+// CHECK: scf.for %[[HALF:.*]] = %[[FIRST]] to %[[LAST]]
+// CHECK: %[[ROW:.*]] = arith.muli %[[HALF]], %c128
+// CHECK: %[[FROM:.*]] = memref.subview %[[SRC]][0, %[[ROW]], 0] [1, 128, 256]
+// CHECK: %[[TO:.*]] = memref.subview %[[DST]][0, %[[ROW]], 0] [1, 128, 256]
+// CHECK: memref.copy %[[FROM]], %[[TO]]
+// CHECK: func.func private @tessera_parallel_for_0(index, memref<1x256x256xf32>, memref<1x256x256xf32, strided<[66564, 258, 1], offset: 259>>) attributes {tessera.parallel_body = @tessera_parallel_body_0}
 // CHECK-LABEL: func.func @pad
-// CHECK: async.create_group
-// CHECK: call @async_dispatch_fn
-// CHECK: async.await_all
+// CHECK: %[[INTERIOR:.*]] = memref.subview %arg1[0, 1, 1]
+// CHECK: call @tessera_parallel_for_0(%c2, %arg0, %[[INTERIOR]])
 // CHECK: memref.copy %{{.*}}, %{{.*}} : memref<1x255x256xf32> to memref<1x255x256xf32>
 // CHECK: scf.for
 // CHECK: memref.copy %{{.*}}, %{{.*}} : memref<1x256x256xf32> to memref<1x256x256xf32>
 // CHECK-NOT: memref.copy
 // CHECK: return
-// CHECK: func.func private @parallel_compute_fn
-// CHECK: memref.subview
-// CHECK: memref.subview
-// CHECK: memref.copy
 func.func @pad(%src: memref<1x256x256xf32>, %dst: memref<1x258x258xf32>, %a: memref<1x255x256xf32>, %b: memref<1x255x256xf32>, %c: memref<1x256x256xf32>) {
   %interior = memref.subview %dst[0, 1, 1] [1, 256, 256] [1, 1, 1] : memref<1x258x258xf32> to memref<1x256x256xf32, strided<[66564, 258, 1], offset: 259>>
   memref.copy %src, %interior : memref<1x256x256xf32> to memref<1x256x256xf32, strided<[66564, 258, 1], offset: 259>>

@@ -4,16 +4,16 @@
 // vector<8x16xf32> (8 x 4 x 4096 = 131072 rows of operations, above the default min-work of
 // 2^16, where counting each op once would give 16384) and runs on two threads.
 // CHECK-LABEL: func.func @rows
-// CHECK: async.create_group
+// CHECK: call @tessera_parallel_for_
 // A loop that moves at least 256 KiB through vector reads and writes runs on two threads even
 // with few operations: @streams copies 1 MiB in 16384 reads and writes of 64 bytes. Its
 // producer most likely ran on both threads; on one, this loop would read half of it from
 // the other core's cache.
 // CHECK-LABEL: func.func @streams
-// CHECK: async.create_group
+// CHECK: call @tessera_parallel_for_
 // Neither: 64 KiB in 1024 operations stays on the calling thread.
 // CHECK-LABEL: func.func @small
-// CHECK-NOT: async.create_group
+// CHECK-NOT: call @tessera_parallel_for_
 // CHECK: return
 func.func @rows(%a: memref<4096x8x16xf32>, %b: memref<4096x8x16xf32>) {
   %c0 = arith.constant 0 : index

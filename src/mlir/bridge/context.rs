@@ -17,6 +17,9 @@ extern "C" {
     fn tesseraRegisterPolynomialApproximationPass();
     /// Registers `tessera-loops-to-parallel` (src/mlir/cpu/cxx/parallel_loops.cpp).
     fn tesseraRegisterLoopsToParallelPass();
+    /// Registers `tessera-outline-parallel-loops` and `tessera-launch-parallel-loops`
+    /// (src/mlir/cpu/cxx/parallel_calls.cpp).
+    fn tesseraRegisterParallelCallsPasses();
     /// Registers `tessera-fuse-epilogues` (src/mlir/pipeline/cxx/epilogue_fusion.cpp).
     fn tesseraRegisterEpilogueFusionPass();
     /// Registers `tessera-collapse-reshaped-epilogues`
@@ -107,6 +110,7 @@ impl MlirContext {
             unsafe {
                 tesseraRegisterPolynomialApproximationPass();
                 tesseraRegisterLoopsToParallelPass();
+                tesseraRegisterParallelCallsPasses();
                 tesseraRegisterEpilogueFusionPass();
                 tesseraRegisterReshapedEpiloguesPass();
                 tesseraRegisterAccumulatedConvolutionsPass();

@@ -24,6 +24,7 @@ mod mlir_oracle;
 pub mod numerics;
 mod onnx_conformance;
 mod onnx_fuzz;
+mod parallel_loops;
 mod reference_docs;
 mod regressions;
 mod roundtrip;

@@ -1,60 +1,30 @@
 //! MLIR's async runtime (the `mlirAsyncRuntime*` functions `convert-async-to-llvm` calls) on
-//! tessera's own thread pool, registered with the JIT as `memrefCopy` is.
-//!
-//! Parallel loops reach here through `async-parallel-for`: the calling thread splits a loop
-//! into blocks, hands all but its own to the pool (`mlirAsyncRuntimeExecute` with a
-//! coroutine to resume), computes its block and waits for the group. MLIR ships the same functions in
+//! tessera's thread pool (src/mlir/cpu/runtime/thread_pool.rs), registered with the JIT as
+//! `memrefCopy` is, for MLIR input whose tasks are async operations (a pipeline with
+//! `async-parallel-for`): tessera's own parallel loops call `tessera_parallel_for`
+//! (src/mlir/cpu/runtime/parallel_for.rs) instead. MLIR ships the same functions in
 //! `libmlir_async_runtime.so`, but loading it pulls libLLVM.so into the process and sizes its
-//! pool by the machine, not by `--threads`. Here the pool has the workers the most demanding
-//! module asked for, a call uses as many as its own module was compiled for
-//! ([`set_active_threads`]), each thread queues its tasks on a deque of its own and steals
-//! the oldest of another's when it has none, waiting threads run queued tasks instead of sleeping, and idle
-//! workers spin a little before they sleep, so that back-to-back calls do not pay a wake-up.
+//! pool by the machine, not by `--threads`.
 //!
 //! Tokens, values and groups are one reference-counted object (`AsyncObject`), as the
 //! generic `mlirAsyncRuntimeAddRef`/`DropRef` require. Tokens and values start with two
 //! references (the caller's and the task's, dropped when the task emplaces them), groups with
 //! one, as in MLIR's own runtime.
 
+use crate::mlir::cpu::runtime::thread_pool::{self, Task, RECHECK};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
-use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
 
 /// A coroutine's resume function.
 type Resume = extern "C" fn(*mut c_void);
 
-/// A suspended coroutine to resume.
-#[derive(Clone, Copy)]
-struct Task {
-    handle: *mut c_void,
-    resume: Resume,
-}
-
-// SAFETY: a coroutine handle may be resumed on any thread; compiled code only hands the
-// runtime coroutines whose frames it owns until they finish.
-unsafe impl Send for Task {}
-
-/// How many threads are resuming a task: running compiled code.
-static RUNNING_TASKS: AtomicUsize = AtomicUsize::new(0);
-
-impl Task {
-    fn run(self) {
-        RUNNING_TASKS.fetch_add(1, Ordering::SeqCst);
-        (self.resume)(self.handle);
-        RUNNING_TASKS.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// Returns once no thread of the pool is inside compiled code. A task marks its token ready
-/// before its coroutine returns, so the call that waited for it can return, and its module be
-/// freed, while a worker still runs the coroutine's last instructions: a `Jit` waits here
-/// before it frees its code.
-pub fn wait_until_no_task_runs() {
-    while RUNNING_TASKS.load(Ordering::SeqCst) > 0 {
-        std::thread::yield_now();
+/// The task that resumes the coroutine `handle`.
+fn coroutine(handle: *mut c_void, resume: Resume) -> Task {
+    Task {
+        function: resume,
+        argument: handle,
     }
 }
 
@@ -159,159 +129,6 @@ struct Shared(*mut c_void);
 // SAFETY: `AsyncObject` synchronizes all its state (atomics and a mutex).
 unsafe impl Send for Shared {}
 
-/// The pool: queued tasks and the workers that run them. Each thread queues the tasks it
-/// spawns on a deque of its own (every calling thread shares the first), takes its own most
-/// recent first, and when it has none takes the oldest of another's: with a loop's blocks
-/// split in halves, the other thread takes the far half first and the same thread tends to
-/// get the same rows from one layer to the next, so a layer reads what its own core wrote.
-/// One shared queue handed each block to whichever thread asked first (MobileNetV2 on two
-/// threads: the worker ran 4.3 ms of blocks a call and the caller 2.5 ms of queued ones
-/// besides its own, more than the whole parallel work on one thread).
-struct Pool {
-    deques: [Mutex<VecDeque<Task>>; DEQUES],
-    queued: AtomicUsize,
-    /// Held by a worker from the moment it counts itself sleeping until it waits on `work`.
-    sleep: Mutex<()>,
-    work: Condvar,
-    /// Workers started.
-    workers: Mutex<usize>,
-    /// The deques in use: the callers' and one per started worker (at most [`DEQUES`]).
-    deques_in_use: AtomicUsize,
-    /// Workers that may take tasks (the running module's threads, less the caller).
-    active: AtomicUsize,
-    sleeping: AtomicUsize,
-}
-
-/// The deques: the calling threads' and one per worker (workers beyond share them).
-const DEQUES: usize = 64;
-
-static POOL: Pool = Pool {
-    deques: [const { Mutex::new(VecDeque::new()) }; DEQUES],
-    queued: AtomicUsize::new(0),
-    sleep: Mutex::new(()),
-    work: Condvar::new(),
-    workers: Mutex::new(0),
-    deques_in_use: AtomicUsize::new(1),
-    active: AtomicUsize::new(0),
-    sleeping: AtomicUsize::new(0),
-};
-
-thread_local! {
-    /// This thread's deque: 0 for calling threads, set by each worker.
-    static HOME: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-/// How long an idle worker spins, looking for tasks, before it sleeps.
-const SPIN: Duration = Duration::from_micros(200);
-
-/// How long a waiting thread sleeps before it looks at the queue again.
-const RECHECK: Duration = Duration::from_micros(50);
-
-/// Worker threads get the main thread's stack size: compiled code keeps vector temporaries
-/// on the stack.
-const WORKER_STACK: usize = 8 << 20;
-
-impl Pool {
-    fn deque(&self, index: usize) -> MutexGuard<'_, VecDeque<Task>> {
-        self.deques[index].lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn push(&self, task: Task) {
-        self.deque(HOME.get()).push_back(task);
-        self.queued.fetch_add(1, Ordering::SeqCst);
-        if self.sleeping.load(Ordering::SeqCst) > 0 {
-            let _sleep = self.sleep.lock().unwrap_or_else(|e| e.into_inner());
-            self.work.notify_all();
-        }
-    }
-
-    /// This thread's newest task, else the oldest of the next deque in use that has one
-    /// (looking only at those: locking all 64 took a worker over a microsecond per steal).
-    fn pop(&self) -> Option<Task> {
-        if self.queued.load(Ordering::SeqCst) == 0 {
-            return None;
-        }
-        let home = HOME.get();
-        // One deque locked at a time: the guard of the own deque is dropped before another is
-        // locked (held through the whole expression, two thieves deadlocked on each other's).
-        let own = self.deque(home).pop_back();
-        let in_use = self.deques_in_use.load(Ordering::SeqCst).clamp(1, DEQUES);
-        let task = own.or_else(|| {
-            (1..in_use).find_map(|offset| {
-                let mut other = self.deque((home + offset) % in_use);
-                other.pop_front()
-            })
-        });
-        if task.is_some() {
-            self.queued.fetch_sub(1, Ordering::SeqCst);
-        }
-        task
-    }
-
-    /// Runs one queued task on this thread; whether there was one.
-    fn help(&self) -> bool {
-        self.pop().map(Task::run).is_some()
-    }
-
-    fn worker(&self, index: usize) {
-        HOME.set(1 + index % (DEQUES - 1));
-        let mut idle_since = Instant::now();
-        loop {
-            let allowed = index < self.active.load(Ordering::SeqCst);
-            if allowed && self.help() {
-                idle_since = Instant::now();
-                continue;
-            }
-            if allowed && idle_since.elapsed() < SPIN {
-                std::hint::spin_loop();
-                continue;
-            }
-            // Counted sleeping before looking at the queue, and `push` counts its task before
-            // looking at the sleepers: one of the two sees the other, so no wake-up is lost.
-            let sleep = self.sleep.lock().unwrap_or_else(|e| e.into_inner());
-            self.sleeping.fetch_add(1, Ordering::SeqCst);
-            let allowed = index < self.active.load(Ordering::SeqCst);
-            if allowed && self.queued.load(Ordering::SeqCst) > 0 {
-                self.sleeping.fetch_sub(1, Ordering::SeqCst);
-                continue;
-            }
-            let (sleep, _) = self
-                .work
-                .wait_timeout(sleep, Duration::from_millis(100))
-                .unwrap_or_else(|e| e.into_inner());
-            self.sleeping.fetch_sub(1, Ordering::SeqCst);
-            drop(sleep);
-            idle_since = Instant::now();
-        }
-    }
-}
-
-/// Lets calls from now on run on `threads` threads: the caller and `threads - 1` workers,
-/// started when first needed. Call before invoking code compiled for that many threads.
-pub fn set_active_threads(threads: usize) {
-    let wanted = threads.saturating_sub(1);
-    if POOL.active.load(Ordering::SeqCst) == wanted {
-        return;
-    }
-    let mut workers = POOL.workers.lock().unwrap_or_else(|e| e.into_inner());
-    while *workers < wanted {
-        let index = *workers;
-        let spawned = std::thread::Builder::new()
-            .name(format!("tessera-worker-{index}"))
-            .stack_size(WORKER_STACK)
-            .spawn(move || POOL.worker(index));
-        if spawned.is_err() {
-            break;
-        }
-        *workers += 1;
-        POOL.deques_in_use
-            .store((1 + *workers).min(DEQUES), Ordering::SeqCst);
-    }
-    POOL.active.store(wanted.min(*workers), Ordering::SeqCst);
-    let _sleep = POOL.sleep.lock().unwrap_or_else(|e| e.into_inner());
-    POOL.work.notify_all();
-}
-
 /// Marks `object` ready (or failed), wakes its waiters and runs its awaiters, then drops the
 /// task's reference.
 fn set_ready(pointer: *mut c_void, error: bool) {
@@ -354,35 +171,23 @@ fn token_ready_in_group(group: *mut c_void, error: bool) {
     }
 }
 
-/// Blocks until `pointer`'s object is settled, running queued tasks meanwhile; then spins a
-/// while (the blocks still running elsewhere are about as long as the ones just run here,
-/// and a thread woken from sleep took tens of microseconds on a virtual machine, more than
-/// whole kernels of a small model) before it sleeps.
+/// Blocks until `pointer`'s object is settled, running queued tasks meanwhile.
 fn wait_settled(pointer: *mut c_void) {
     let target = object(pointer);
-    let start = Instant::now();
-    loop {
-        if target.settled.load(Ordering::SeqCst) {
-            return;
-        }
-        if POOL.help() {
-            continue;
-        }
-        if start.elapsed() < SPIN {
-            std::hint::spin_loop();
-            continue;
-        }
-        let waiting = target.waiting();
-        if target.settled.load(Ordering::SeqCst) {
-            return;
-        }
-        drop(
-            target
-                .ready
-                .wait_timeout(waiting, RECHECK)
-                .unwrap_or_else(|e| e.into_inner()),
-        );
-    }
+    thread_pool::wait_helping(
+        || target.settled.load(Ordering::SeqCst),
+        || {
+            let waiting = target.waiting();
+            if !target.settled.load(Ordering::SeqCst) {
+                drop(
+                    target
+                        .ready
+                        .wait_timeout(waiting, RECHECK)
+                        .unwrap_or_else(|e| e.into_inner()),
+                );
+            }
+        },
+    );
 }
 
 /// Resumes the coroutine when the token or value `pointer` is ready: now if it is.
@@ -515,22 +320,17 @@ extern "C" fn get_value_storage(value: *mut c_void) -> *mut u8 {
 
 /// Resumes a coroutine on the pool; on this thread when no worker may run it.
 extern "C" fn execute(handle: *mut c_void, resume: Resume) {
-    let task = Task { handle, resume };
-    if POOL.active.load(Ordering::SeqCst) == 0 {
-        task.run();
-    } else {
-        POOL.push(task);
-    }
+    thread_pool::spawn(coroutine(handle, resume));
 }
 
 /// Resumes a coroutine when `token` is ready.
 extern "C" fn await_token_and_execute(token: *mut c_void, handle: *mut c_void, resume: Resume) {
-    resume_when_ready(token, Task { handle, resume });
+    resume_when_ready(token, coroutine(handle, resume));
 }
 
 /// Resumes a coroutine when `value` is ready.
 extern "C" fn await_value_and_execute(value: *mut c_void, handle: *mut c_void, resume: Resume) {
-    resume_when_ready(value, Task { handle, resume });
+    resume_when_ready(value, coroutine(handle, resume));
 }
 
 /// Resumes a coroutine when every token of `group` is ready.
@@ -539,7 +339,7 @@ extern "C" fn await_all_in_group_and_execute(
     handle: *mut c_void,
     resume: Resume,
 ) {
-    let task = Task { handle, resume };
+    let task = coroutine(handle, resume);
     let target = object(group);
     let mut waiting = target.waiting();
     if target.pending.load(Ordering::SeqCst) == 0 {
@@ -552,7 +352,7 @@ extern "C" fn await_all_in_group_and_execute(
 
 /// The threads a call may use (the caller and the active workers); MLIR's name has the typo.
 extern "C" fn get_num_worker_threads() -> i64 {
-    POOL.active.load(Ordering::SeqCst) as i64 + 1
+    thread_pool::active_workers() as i64 + 1
 }
 
 /// Prints the calling thread's id (for debugging compiled code).
@@ -616,6 +416,7 @@ pub fn symbols() -> [(&'static str, *mut ()); 23] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicUsize;
 
     /// A task as compiled code would hand it over: its state behind the coroutine handle.
     struct Job {
@@ -638,7 +439,7 @@ mod tests {
     /// Runs `count` jobs (failing those `fail` picks) on `threads` threads; returns how often
     /// each ran and whether the group failed.
     fn run_jobs(threads: usize, count: usize, fail: impl Fn(usize) -> bool) -> (Vec<usize>, bool) {
-        set_active_threads(threads);
+        thread_pool::set_active_threads(threads);
         let group = create_group(count as i64);
         let jobs: Vec<Box<Job>> = (0..count)
             .map(|i| {

@@ -8,11 +8,11 @@ use crate::exec::signature::{RunError, Signature};
 use crate::exec::tensor::Tensor;
 use crate::mlir::bridge::walk::walk;
 use crate::mlir::cpu::runtime::alloc_counter::{mlir_aligned_alloc, mlir_alloc, mlir_free};
-use crate::mlir::cpu::runtime::async_runtime;
 use crate::mlir::cpu::runtime::bf16_conversions::{trunc_f32_to_bf16, trunc_f64_to_bf16};
 use crate::mlir::cpu::runtime::kernel_profile;
 use crate::mlir::cpu::runtime::memref::HostBuffer;
 use crate::mlir::cpu::runtime::memref_copy::memref_copy;
+use crate::mlir::cpu::runtime::{async_runtime, parallel_for, thread_pool};
 use crate::types::TensorType;
 use melior::ir::attribute::{IntegerAttribute, StringAttribute};
 use mlir_sys::MlirOperation;
@@ -170,6 +170,7 @@ fn runtime_symbols() -> Vec<(CString, *mut ())> {
         ),
         ("_mlir_memref_to_llvm_free", mlir_free as *mut ()),
     ];
+    symbols.extend(parallel_for::symbols());
     symbols.extend(async_runtime::symbols());
     symbols.extend(kernel_profile::symbols());
     symbols
@@ -470,7 +471,7 @@ impl Jit {
         if entry.is_null() {
             return Err(RunError::Invoke(name.to_string()));
         }
-        async_runtime::set_active_threads(self.threads);
+        thread_pool::set_active_threads(self.threads);
         // SAFETY: `entry` is the packed interface the back end generated for `name`: a
         // `void (void **)` that reads each argument through its pointer. The C interface of a
         // function with N inputs and M results (made out-parameters by bufferization) takes
@@ -487,7 +488,7 @@ impl Jit {
 
 impl Drop for Jit {
     fn drop(&mut self) {
-        crate::mlir::cpu::runtime::async_runtime::wait_until_no_task_runs();
+        thread_pool::wait_until_no_task_runs();
         // SAFETY: the back end was created by `tesseraJitCompile`, is owned by this `Jit`
         // alone, and no code of it runs once the `Jit` is dropped: no call is in progress (a
         // call borrows the `Jit`) and no worker is still inside one of its tasks.

@@ -5,9 +5,9 @@
 //! sums may be reassociated into tree reductions. Code is generated for the host CPU unless
 //! `cpu=` and `features=` name another (set on every function, which LLVM's code generator
 //! honours). Operands of register tiles that are not in this core's L2 (for the `l2=` it
-//! has and the threads the module runs on) are prefetched a tile ahead. Async tasks
-//! (`tessera-parallelize`) become coroutines that call the async runtime. Precondition:
-//! bufferized MLIR.
+//! has and the threads the module runs on) are prefetched a tile ahead. Parallel loops
+//! (`tessera-parallelize`) call the thread pool; async tasks (MLIR input's) become coroutines
+//! that call the async runtime. Precondition: bufferized MLIR.
 
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::walk;
@@ -44,9 +44,9 @@ const STRUCTURE: &str =
 /// ([`prefetch_min_bytes`], [`prefetch_constant_min_bytes`]).
 const PREFETCH: &str = "tessera-prefetch-next-tiles";
 
-/// The passes that lower async tasks (from `tessera-parallelize`) to coroutines calling the
-/// async runtime (src/mlir/cpu/runtime/async_runtime.rs), with reference counting; run only on modules
-/// that have async operations.
+/// The passes that lower async tasks (MLIR input's, from `async-parallel-for` say) to
+/// coroutines calling the async runtime (src/mlir/cpu/runtime/async_runtime.rs), with
+/// reference counting; run only on modules that have async operations.
 const ASYNC: &str = "async-to-async-runtime,async-runtime-ref-counting,\
                      async-runtime-ref-counting-opt,convert-async-to-llvm";
 
@@ -69,10 +69,13 @@ const APPROXIMATE: &str = "func.func(math-polynomial-approximation)";
 /// The passes that finish the lowering: loops to branches and math to LLVM's intrinsics or
 /// libm (libm before the vectors convert, as it must be), vector ops lowered into those with
 /// an LLVM form, then everything converted to the LLVM dialect in one conversion (vector
-/// sums reassociated into tree reductions; src/mlir/cpu/cxx/llvm_dialect_conversion.cpp).
+/// sums reassociated into tree reductions; src/mlir/cpu/cxx/llvm_dialect_conversion.cpp);
+/// last, parallel loops' outlined bodies are handed to the thread pool with the values they
+/// capture (`tessera-launch-parallel-loops`, src/mlir/cpu/cxx/parallel_calls.cpp).
 const REST: &str = "func.func(convert-scf-to-cf,convert-math-to-llvm),convert-math-to-libm,\
                     func.func(tessera-lower-vector-ops),\
-                    tessera-convert-to-llvm,reconcile-unrealized-casts";
+                    tessera-convert-to-llvm,reconcile-unrealized-casts,\
+                    tessera-launch-parallel-loops";
 
 impl Stage for LowerToLlvm {
     fn name(&self) -> &'static str {

@@ -7,17 +7,18 @@
 //! and writes move [`MIN_COPY_BYTES`] or more: a task costs a few microseconds to hand over,
 //! so a small model's kernels stay on the calling thread and tiny calls never pay for
 //! threads, but a kernel that streams its operand runs where its producer's threads left
-//! it. So are `memref.copy`s outside loops that move [`MIN_COPY_BYTES`] or more. Chosen loops and copies
-//! become `scf.parallel` over one run of consecutive iterations (or rows) per thread
-//! (`tessera-loops-to-parallel`) and then tasks (`async-parallel-for`: the caller runs the
-//! first run and waits for the others). One run per thread, not async-parallel-for's own
-//! eight blocks per thread: each block is a task (a coroutine, a token, a trip through the
-//! queue), and a kernel on two threads paid 8-9 us for its fifteen, 3-4 us for one; the
-//! strategy's tiles divide evenly among the threads (`balance_threads`), so the blocks
-//! bought no balance. `tessera-lower-to-llvm` lowers the tasks to calls of the async runtime
-//! (src/mlir/cpu/runtime/async_runtime.rs). The module records its thread count
-//! (`tessera.threads`) so the JIT lets that many threads run it. Remaining `scf.forall`
-//! loops become `scf.for`. Precondition: bufferized MLIR.
+//! it. So are `memref.copy`s outside loops that move [`MIN_COPY_BYTES`] or more. Chosen loops
+//! and copies become `scf.parallel` over one run of consecutive iterations (or rows) per thread
+//! (`tessera-loops-to-parallel`), whose bodies become functions of a range of runs that the
+//! thread pool calls, the caller running the first range itself and waiting for the others
+//! (`tessera-outline-parallel-loops`; `tessera-lower-to-llvm` makes the call
+//! `tessera_parallel_for`, src/mlir/cpu/runtime/parallel_for.rs). One run per thread: a task
+//! costs a trip through the pool, and the strategy's tiles divide evenly among the threads
+//! (`balance_threads`), so smaller runs bought no balance. `async-parallel-for`, used before,
+//! made each task a coroutine with a token in a group: on W2 (two threads) 1440 of 3670
+//! machine instructions. The module records its thread count (`tessera.threads`) so the JIT
+//! lets that many threads run it. Remaining `scf.forall` loops become `scf.for`.
+//! Precondition: bufferized MLIR.
 
 use crate::diag::Diagnostic;
 use crate::mlir::bridge::walk::{walk, WalkedOp};
@@ -70,7 +71,7 @@ impl Stage for Parallelize {
     }
 
     fn summary(&self) -> &'static str {
-        "Run the outer parallel loops of big kernels on several threads (async tasks). Input: bufferized MLIR."
+        "Run the outer parallel loops of big kernels on several threads (calls of the thread pool). Input: bufferized MLIR."
     }
 
     fn options(&self) -> &'static [StageOption] {
@@ -134,14 +135,13 @@ impl Stage for Parallelize {
         walk(&module, |op| op.remove_attribute(PARALLEL));
         let passes = if chosen > 0 {
             format!(
-                "tessera-loops-to-parallel{{chunks={threads}}},scf-forall-to-for,async-parallel-for{{async-dispatch num-workers={threads} min-task-size=1}},canonicalize"
+                "tessera-loops-to-parallel{{chunks={threads}}},scf-forall-to-for,tessera-outline-parallel-loops,canonicalize"
             )
         } else {
             "scf-forall-to-for".to_string()
         };
         run_upstream(env, &mut module, &passes, self.name())?;
         if chosen > 0 {
-            keep_bodies_out_of_line(env, &module);
             let i64_type = IntegerType::new(env.context.context(), 64).into();
             module.as_operation_mut().set_attribute(
                 THREADS_ATTRIBUTE,
@@ -150,25 +150,6 @@ impl Stage for Parallelize {
         }
         Ok(Program::Mlir(module))
     }
-}
-
-/// Marks the functions async-parallel-for outlined the loop bodies into (`parallel_compute_fn`,
-/// one call site each: the dispatcher) `noinline`. Inlined, each body was copied into the
-/// dispatcher and from there into the coroutine that resumes it, and LLVM compiled a fused
-/// MLP's matmul tiles three times (JIT 128 ms on one thread, 376 ms on two).
-fn keep_bodies_out_of_line<'c>(env: &StageEnv<'c, '_>, module: &melior::ir::Module<'c>) {
-    let Some(noinline) = Attribute::parse(env.context.context(), "[\"noinline\"]") else {
-        return;
-    };
-    walk(module, |op| {
-        let outlined = op.name() == "func.func"
-            && op
-                .attribute("sym_name")
-                .is_some_and(|name| name.to_string().starts_with("\"parallel_compute_fn"));
-        if outlined {
-            op.set_attribute("passthrough", noinline);
-        }
-    });
 }
 
 /// Whether `op` is a loop whose iterations may run at the same time.
