@@ -5,6 +5,11 @@
 // on the caller's stack, made once in its entry block, and the caller hands the runtime a
 // trampoline that loads them and calls the body. The bound and step, constants, are copied
 // into the body; the call passes the trip count, ceil((40 - 4) / 3) = 12.
+// CHECK-LABEL: llvm.func @scale(
+// CHECK: %[[STRUCTURE:.*]] = llvm.alloca %{{.*}} x !llvm.struct<(ptr, ptr, i64, i64, i64, f32)>
+// CHECK-COUNT-6: llvm.store
+// CHECK: %[[TRAMPOLINE:.*]] = llvm.mlir.addressof @tessera_parallel_body_0_trampoline
+// CHECK: llvm.call @tessera_parallel_for(%[[TRAMPOLINE]], %[[STRUCTURE]], %{{.*}}) : (!llvm.ptr, !llvm.ptr, i64) -> ()
 // CHECK-LABEL: llvm.func internal @tessera_parallel_body_0(
 // CHECK-SAME: %[[FIRST:[^:]*]]: i64, %[[LAST:[^:]*]]: i64, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f32)
 // CHECK-SAME: passthrough = ["noinline"]
@@ -16,11 +21,6 @@
 // CHECK-COUNT-6: llvm.load
 // CHECK: llvm.call @tessera_parallel_body_0(%[[FROM]], %[[TO]],
 // CHECK-NEXT: llvm.return
-// CHECK-LABEL: llvm.func @scale(
-// CHECK: %[[STRUCTURE:.*]] = llvm.alloca %{{.*}} x !llvm.struct<(ptr, ptr, i64, i64, i64, f32)>
-// CHECK-COUNT-6: llvm.store
-// CHECK: %[[TRAMPOLINE:.*]] = llvm.mlir.addressof @tessera_parallel_body_0_trampoline
-// CHECK: llvm.call @tessera_parallel_for(%[[TRAMPOLINE]], %[[STRUCTURE]], %{{.*}}) : (!llvm.ptr, !llvm.ptr, i64) -> ()
 // CHECK-NOT: tessera_parallel_for_0
 // CHECK: llvm.func @tessera_parallel_for(!llvm.ptr, !llvm.ptr, i64)
 func.func @scale(%a: memref<40xf32>, %s: f32) {

@@ -6,6 +6,14 @@
 // stays whole, as does one inside a loop.
 // The halves run in a function of a range of them (what the copy reads and writes its
 // arguments), called by the thread pool through a launch declaration.
+// CHECK-LABEL: func.func @pad
+// CHECK: %[[INTERIOR:.*]] = memref.subview %arg1[0, 1, 1]
+// CHECK: call @tessera_parallel_for_0(%c2, %arg0, %[[INTERIOR]])
+// CHECK: memref.copy %{{.*}}, %{{.*}} : memref<1x255x256xf32> to memref<1x255x256xf32>
+// CHECK: scf.for
+// CHECK: memref.copy %{{.*}}, %{{.*}} : memref<1x256x256xf32> to memref<1x256x256xf32>
+// CHECK-NOT: memref.copy
+// CHECK: return
 // CHECK-LABEL: func.func private @tessera_parallel_body_0(
 // CHECK-SAME: %[[FIRST:[^:]*]]: index, %[[LAST:[^:]*]]: index, %[[SRC:[^:]*]]: memref<1x256x256xf32>, %[[DST:[^:]*]]: memref<1x256x256xf32, strided<[66564, 258, 1], offset: 259>>)
 // CHECK-SAME: passthrough = ["noinline"]
@@ -15,14 +23,6 @@
 // CHECK: %[[TO:.*]] = memref.subview %[[DST]][0, %[[ROW]], 0] [1, 128, 256]
 // CHECK: memref.copy %[[FROM]], %[[TO]]
 // CHECK: func.func private @tessera_parallel_for_0(index, memref<1x256x256xf32>, memref<1x256x256xf32, strided<[66564, 258, 1], offset: 259>>) attributes {tessera.parallel_body = @tessera_parallel_body_0}
-// CHECK-LABEL: func.func @pad
-// CHECK: %[[INTERIOR:.*]] = memref.subview %arg1[0, 1, 1]
-// CHECK: call @tessera_parallel_for_0(%c2, %arg0, %[[INTERIOR]])
-// CHECK: memref.copy %{{.*}}, %{{.*}} : memref<1x255x256xf32> to memref<1x255x256xf32>
-// CHECK: scf.for
-// CHECK: memref.copy %{{.*}}, %{{.*}} : memref<1x256x256xf32> to memref<1x256x256xf32>
-// CHECK-NOT: memref.copy
-// CHECK: return
 func.func @pad(%src: memref<1x256x256xf32>, %dst: memref<1x258x258xf32>, %a: memref<1x255x256xf32>, %b: memref<1x255x256xf32>, %c: memref<1x256x256xf32>) {
   %interior = memref.subview %dst[0, 1, 1] [1, 256, 256] [1, 1, 1] : memref<1x258x258xf32> to memref<1x256x256xf32, strided<[66564, 258, 1], offset: 259>>
   memref.copy %src, %interior : memref<1x256x256xf32> to memref<1x256x256xf32, strided<[66564, 258, 1], offset: 259>>

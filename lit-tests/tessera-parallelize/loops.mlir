@@ -14,15 +14,6 @@
 // (one run per thread), called through a launch declaration that names it; nested and
 // unmarked loops stay sequential loops.
 // SPLIT: module attributes {tessera.threads = 2 : i64}
-// SPLIT: func.func private @tessera_parallel_body_0(%[[FIRST:[^:]*]]: index, %[[LAST:[^:]*]]: index, %[[A0:[^:]*]]: memref<128x64xi64>)
-// SPLIT-SAME: passthrough = ["noinline"]
-// SPLIT-NOT: scf.forall
-// SPLIT: scf.for %[[RANGE:.*]] = %[[FIRST]] to %[[LAST]]
-// SPLIT: arith.muli %[[RANGE]], %c64
-// SPLIT: memref.store %{{.*}}, %[[A0]]
-// SPLIT: func.func private @tessera_parallel_for_0(index, memref<128x64xi64>) attributes {tessera.parallel_body = @tessera_parallel_body_0}
-// SPLIT: func.func private @tessera_parallel_body_1(
-// SPLIT: func.func private @tessera_parallel_for_1(index, memref<128x64xi64>, memref<128xi64>) attributes {tessera.parallel_body = @tessera_parallel_body_1}
 // SPLIT-LABEL: func.func @main
 // SPLIT: %[[A:.*]] = memref.alloca() : memref<128x64xi64>
 // SPLIT: %[[ROWS:.*]] = memref.alloca() : memref<128xi64>
@@ -31,6 +22,16 @@
 // SPLIT-NOT: call @tessera_parallel_for
 // SPLIT-NOT: tessera.parallel}
 // SPLIT: return
+// SPLIT-LABEL: func.func private @tessera_parallel_body_0(
+// SPLIT-SAME: %[[FIRST:[^:]*]]: index, %[[LAST:[^:]*]]: index, %[[A0:[^:]*]]: memref<128x64xi64>)
+// SPLIT-SAME: passthrough = ["noinline"]
+// SPLIT-NOT: scf.forall
+// SPLIT: scf.for %[[RANGE:.*]] = %[[FIRST]] to %[[LAST]]
+// SPLIT: arith.muli %[[RANGE]], %c64
+// SPLIT: memref.store %{{.*}}, %[[A0]]
+// SPLIT: func.func private @tessera_parallel_for_0(index, memref<128x64xi64>) attributes {tessera.parallel_body = @tessera_parallel_body_0}
+// SPLIT-LABEL: func.func private @tessera_parallel_body_1(
+// SPLIT: func.func private @tessera_parallel_for_1(index, memref<128x64xi64>, memref<128xi64>) attributes {tessera.parallel_body = @tessera_parallel_body_1}
 
 // Below the default min-work (2^16 operations), or on one thread, everything stays on the
 // calling thread and the module records no thread count.

@@ -56,9 +56,10 @@ unsigned freshNumber(mlir::SymbolTable &symbols, unsigned &next) {
   return next++;
 }
 
-/// Outlines the body of `loop` (one dimension, no results, in a `func.func`) and replaces
-/// the loop by a call of its launch declaration.
-void outline(mlir::scf::ParallelOp loop, mlir::SymbolTable &symbols, unsigned &next) {
+/// Outlines the body of `loop` (one dimension, no results, in a `func.func`) into a function
+/// at the end of `module` and replaces the loop by a call of its launch declaration.
+void outline(mlir::scf::ParallelOp loop, mlir::ModuleOp module, mlir::SymbolTable &symbols,
+             unsigned &next) {
   mlir::MLIRContext *context = loop.getContext();
   mlir::Location loc = loop.getLoc();
   mlir::Type index = mlir::IndexType::get(context);
@@ -82,7 +83,7 @@ void outline(mlir::scf::ParallelOp loop, mlir::SymbolTable &symbols, unsigned &n
   launchInputs.append(bodyInputs.begin() + 2, bodyInputs.end());
 
   mlir::OpBuilder builder(context);
-  builder.setInsertionPoint(loop->getParentOfType<mlir::func::FuncOp>());
+  builder.setInsertionPointToEnd(module.getBody());
   std::string number = std::to_string(freshNumber(symbols, next));
   auto body = builder.create<mlir::func::FuncOp>(loc, "tessera_parallel_body_" + number,
                                                  builder.getFunctionType(bodyInputs, {}));
@@ -157,7 +158,7 @@ struct OutlineParallelLoops
     mlir::SymbolTable symbols(module);
     unsigned next = 0;
     for (mlir::scf::ParallelOp loop : loops)
-      outline(loop, symbols, next);
+      outline(loop, module, symbols, next);
   }
 };
 
