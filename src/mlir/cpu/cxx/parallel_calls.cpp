@@ -162,6 +162,15 @@ struct OutlineParallelLoops
   }
 };
 
+/// The address of field `position` of the structure of type `fields` at `structure`.
+mlir::Value fieldAddress(mlir::OpBuilder &builder, mlir::Location loc,
+                         mlir::LLVM::LLVMStructType fields, mlir::Value structure,
+                         size_t position) {
+  return builder.create<mlir::LLVM::GEPOp>(
+      loc, mlir::LLVM::LLVMPointerType::get(builder.getContext()), fields, structure,
+      llvm::ArrayRef<mlir::LLVM::GEPArg>{0, static_cast<int32_t>(position)});
+}
+
 /// The trampoline of `body` (`void (ptr context, i64 first, i64 last)`), inserted after it:
 /// loads the fields of `fields` (a structure at `context`) and calls `body(first, last,
 /// fields...)`.
@@ -182,9 +191,7 @@ mlir::LLVM::LLVMFuncOp trampoline(mlir::LLVM::LLVMFuncOp body, mlir::LLVM::LLVMS
   builder.setInsertionPointToStart(entry);
   llvm::SmallVector<mlir::Value> arguments{entry->getArgument(1), entry->getArgument(2)};
   for (auto [position, field] : llvm::enumerate(fields.getBody())) {
-    auto address = builder.create<mlir::LLVM::GEPOp>(
-        loc, pointer, fields, entry->getArgument(0),
-        llvm::ArrayRef<mlir::LLVM::GEPArg>{0, static_cast<int32_t>(position)});
+    mlir::Value address = fieldAddress(builder, loc, fields, entry->getArgument(0), position);
     arguments.push_back(builder.create<mlir::LLVM::LoadOp>(loc, field, address));
   }
   builder.create<mlir::LLVM::CallOp>(loc, body, arguments);
@@ -271,9 +278,7 @@ struct LaunchParallelLoops
       }
       builder.setInsertionPoint(call);
       for (auto [position, value] : llvm::enumerate(operands.drop_front(1))) {
-        auto address = builder.create<mlir::LLVM::GEPOp>(
-            loc, pointer, fields, structure,
-            llvm::ArrayRef<mlir::LLVM::GEPArg>{0, static_cast<int32_t>(position)});
+        mlir::Value address = fieldAddress(builder, loc, fields, structure, position);
         builder.create<mlir::LLVM::StoreOp>(loc, value, address);
       }
       mlir::Value target = builder.create<mlir::LLVM::AddressOfOp>(loc, function);
