@@ -28,6 +28,11 @@ const BARE_POINTERS: &str = "llvm.bareptr";
 /// The name outlined kernels take (made unique by a suffix).
 const KERNEL_NAME: &str = "tessera_kernel";
 
+/// The name the bodies of parallel loops take (src/mlir/cpu/cxx/parallel_calls.cpp), and
+/// the attribute by which a launch declaration names its body.
+const PARALLEL_BODY_NAME: &str = "tessera_parallel_body_";
+const PARALLEL_BODY: &str = "tessera.parallel_body";
+
 /// The most top-level loop nests a function keeps inline. Outlined, a kernel no longer sees
 /// where its buffers come from (they might alias), and LLVM vectorizes it behind run-time
 /// checks: the conv net op by op ran 2x slower with every nest outlined. Small functions
@@ -84,9 +89,20 @@ pub fn outline_kernels(
             count += 1;
         }
     }
-    if count == 0 {
-        return Ok(());
+    if count > 0 {
+        outline_marked(env, module, stage)?;
     }
+    pass_bare_pointers(env, module);
+    Ok(())
+}
+
+/// Outlines the nests marked [`KERNEL`] into private `noinline` kernels, with constant
+/// arguments propagated in, identical kernels merged and unused arguments pruned.
+fn outline_marked(
+    env: &StageEnv<'_, '_>,
+    module: &mut Module<'_>,
+    stage: &str,
+) -> Result<(), Vec<Diagnostic>> {
     // Each nest reads what it takes from outside through values of its own: outlining scans
     // every use of each value it captures (src/mlir/cpu/cxx/kernel_operands.cpp).
     run_upstream(env, module, "tessera-localize-kernel-operands", stage)?;
@@ -117,9 +133,7 @@ pub fn outline_kernels(
     merge_identical_kernels(env, module);
     // What was propagated in is no longer passed: a kernel in another LLVM part than its
     // caller keeps every argument it has (an 800-op chain's calls passed 7200 constants).
-    run_upstream(env, module, "tessera-prune-kernel-arguments", stage)?;
-    pass_bare_pointers(env, module);
-    Ok(())
+    run_upstream(env, module, "tessera-prune-kernel-arguments", stage)
 }
 
 /// Marks each kernel whose memrefs are static but for their address (shape, strides and
@@ -128,10 +142,32 @@ pub fn outline_kernels(
 /// pointer instead of a descriptor of 3 + 2 x rank values that the caller builds and
 /// unpacks. On the two-layer GPT block at -O3 the calling function shrank from 3557 to 1855
 /// lines of the LLVM dialect, the whole module's LLVM IR from 8961 to 6925 lines.
+///
+/// The bodies of parallel loops (`tessera-outline-parallel-loops`) are marked alike, with
+/// the launch declarations that name them (`tessera.parallel_body`): a launch then captures
+/// one pointer per memref instead of its descriptor (W2 on two threads stored 112 fields for
+/// five launches, 13 now).
 fn pass_bare_pointers(env: &StageEnv<'_, '_>, module: &Module<'_>) {
     let unit = Attribute::unit(env.context.context());
+    let mut static_bodies = HashSet::new();
     walk_top_level(module, |op| {
-        if kernel_name(op).is_some() && op.takes_static_memrefs() {
+        let parallel_body = op.name() == "func.func"
+            && op
+                .string_attribute("sym_name")
+                .is_some_and(|name| name.starts_with(PARALLEL_BODY_NAME));
+        if (kernel_name(op).is_some() || parallel_body) && op.takes_static_memrefs() {
+            op.set_attribute(BARE_POINTERS, unit);
+            if let Some(name) = op.string_attribute("sym_name").filter(|_| parallel_body) {
+                static_bodies.insert(name);
+            }
+        }
+    });
+    walk_top_level(module, |op| {
+        let launched = op
+            .attribute(PARALLEL_BODY)
+            .and_then(|a| FlatSymbolRefAttribute::try_from(a).ok())
+            .map(|body| body.value().to_string());
+        if launched.is_some_and(|body| static_bodies.contains(&body)) {
             op.set_attribute(BARE_POINTERS, unit);
         }
     });
