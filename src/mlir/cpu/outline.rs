@@ -4,7 +4,8 @@
 //! 2.5 of 3.2 s of LLVM's -O1 on a two-layer GPT block compiled op by op as one function);
 //! one function per kernel keeps them linear in the number of kernels, and the calls cost
 //! nanoseconds against kernels of microseconds. Identical kernels are then merged into one.
-//! Kernels whose memrefs are static take them as bare pointers. Each nest first gets its own
+//! Kernels whose memrefs are static take them as bare pointers, as do the bodies of parallel
+//! loops and their launches. Each nest first gets its own
 //! copies of the constants and outside values it reads
 //! (`tessera-localize-kernel-operands`): outlining scans every use of each captured value, and
 //! with values every nest reads, that was quadratic in the number of nests.

@@ -6,7 +6,9 @@
 //! `@tessera_parallel_for_N(iterations, captured...)`, a declaration that names its body
 //! (`tessera.parallel_body`). `tessera-launch-parallel-loops` (on the LLVM dialect, in
 //! `tessera-lower-to-llvm`): each call of such a declaration stores the captured values (by
-//! then the fields of memref descriptors) in a structure on the caller's stack and calls
+//! then bare pointers for static memrefs, whose bodies and launches `src/mlir/cpu/outline.rs`
+//! marks `llvm.bareptr`, and the fields of descriptors for others) in a structure on the
+//! caller's stack and calls
 //! `tessera_parallel_for(trampoline, structure, iterations)`, the runtime's
 //! (src/mlir/cpu/runtime/parallel_for.rs), which runs ranges of iterations on the pool's
 //! threads, the caller's own among them, and returns when all are done; the trampoline
