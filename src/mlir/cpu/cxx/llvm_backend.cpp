@@ -9,6 +9,7 @@
 
 #include "constant_bytes.h"
 #include "module_parts.h"
+#include "multiply_adds.h"
 #include "similar_kernels.h"
 
 #include "llvm/Bitcode/BitcodeReader.h"
@@ -282,7 +283,9 @@ void optimize(llvm::Module &module, llvm::TargetMachine &machine, const Options 
     if (llvm::Error error =
             builder.parsePassPipeline(passes, vectorizedKernelPipeline(options.partialUnroll)))
       llvm::report_fatal_error(std::move(error));
+    tessera::splitMultiplyAdds(module);
     passes.run(module, analyses.modules);
+    tessera::fuseMultiplyAdds(module);
     return;
   }
   switch (options.level) {
