@@ -17,6 +17,9 @@
 // CHECK-COUNT-6: llvm.store
 // CHECK: %[[TRAMPOLINE1:.*]] = llvm.mlir.addressof @tessera_parallel_body_1_trampoline
 // CHECK: llvm.call @tessera_parallel_for(%[[TRAMPOLINE1]], %[[DYNAMIC]], %{{.*}}) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+// A function that only has a body's name, launched by nothing, keeps its convention.
+// CHECK-LABEL: llvm.func @tessera_parallel_body_7(
+// CHECK-SAME: %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64)
 // CHECK-LABEL: llvm.func internal @tessera_parallel_body_0(
 // CHECK-SAME: %[[FIRST:[^:]*]]: i64, %[[LAST:[^:]*]]: i64, %{{.*}}: !llvm.ptr, %{{.*}}: f32)
 // CHECK-SAME: llvm.bareptr
@@ -63,5 +66,9 @@ func.func @scale_dynamic(%a: memref<?xf32>, %s: f32) {
     memref.store %w, %a[%i] : memref<?xf32>
     scf.reduce
   }
+  return
+}
+
+func.func @tessera_parallel_body_7(%a: memref<40xf32>) {
   return
 }

@@ -29,9 +29,8 @@ const BARE_POINTERS: &str = "llvm.bareptr";
 /// The name outlined kernels take (made unique by a suffix).
 const KERNEL_NAME: &str = "tessera_kernel";
 
-/// The name the bodies of parallel loops take (src/mlir/cpu/cxx/parallel_calls.cpp), and
-/// the attribute by which a launch declaration names its body.
-const PARALLEL_BODY_NAME: &str = "tessera_parallel_body_";
+/// The attribute by which the launch declaration of a parallel loop names the function of
+/// its body (src/mlir/cpu/cxx/parallel_calls.cpp).
 const PARALLEL_BODY: &str = "tessera.parallel_body";
 
 /// The most top-level loop nests a function keeps inline. Outlined, a kernel no longer sees
@@ -150,28 +149,33 @@ fn outline_marked(
 /// five launches, 13 now).
 fn pass_bare_pointers(env: &StageEnv<'_, '_>, module: &Module<'_>) {
     let unit = Attribute::unit(env.context.context());
+    let mut launched = HashSet::new();
+    walk_top_level(module, |op| launched.extend(launched_body(op)));
     let mut static_bodies = HashSet::new();
     walk_top_level(module, |op| {
-        let parallel_body = op.name() == "func.func"
-            && op
-                .string_attribute("sym_name")
-                .is_some_and(|name| name.starts_with(PARALLEL_BODY_NAME));
-        if (kernel_name(op).is_some() || parallel_body) && op.takes_static_memrefs() {
+        let name = op.string_attribute("sym_name");
+        let body = op.name() == "func.func" && name.as_ref().is_some_and(|n| launched.contains(n));
+        if (kernel_name(op).is_some() || body) && op.takes_static_memrefs() {
             op.set_attribute(BARE_POINTERS, unit);
-            if let Some(name) = op.string_attribute("sym_name").filter(|_| parallel_body) {
+            if let Some(name) = name.filter(|_| body) {
                 static_bodies.insert(name);
             }
         }
     });
     walk_top_level(module, |op| {
-        let launched = op
-            .attribute(PARALLEL_BODY)
-            .and_then(|a| FlatSymbolRefAttribute::try_from(a).ok())
-            .map(|body| body.value().to_string());
-        if launched.is_some_and(|body| static_bodies.contains(&body)) {
+        if launched_body(op).is_some_and(|body| static_bodies.contains(&body)) {
             op.set_attribute(BARE_POINTERS, unit);
         }
     });
+}
+
+/// The body `op` launches when it is the launch declaration of a parallel loop (it names
+/// the body in [`PARALLEL_BODY`]).
+fn launched_body(op: &WalkedOp<'_>) -> Option<String> {
+    let body = op.attribute(PARALLEL_BODY)?;
+    FlatSymbolRefAttribute::try_from(body)
+        .ok()
+        .map(|body| body.value().to_string())
 }
 
 /// The name of `op` when it is an outlined kernel (a function of the module named
