@@ -55,7 +55,6 @@ func.func @scale(%a: memref<40xf32>, %s: f32) {
   return
 }
 
-
 func.func @scale_dynamic(%a: memref<?xf32>, %s: f32) {
   %c4 = arith.constant 4 : index
   %c40 = arith.constant 40 : index

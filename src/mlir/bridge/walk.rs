@@ -261,7 +261,12 @@ impl<'c> WalkedOp<'c> {
 
     /// The symbol a `func.call` calls.
     pub fn callee(&self) -> Option<String> {
-        let attribute = self.attribute("callee")?;
+        self.symbol_attribute("callee")
+    }
+
+    /// The symbol that attribute `name` refers to, when it is a flat symbol reference.
+    pub fn symbol_attribute(&self, name: &str) -> Option<String> {
+        let attribute = self.attribute(name)?;
         FlatSymbolRefAttribute::try_from(attribute)
             .ok()
             .map(|s| s.value().to_string())

@@ -150,7 +150,9 @@ fn outline_marked(
 fn pass_bare_pointers(env: &StageEnv<'_, '_>, module: &Module<'_>) {
     let unit = Attribute::unit(env.context.context());
     let mut launched = HashSet::new();
-    walk_top_level(module, |op| launched.extend(launched_body(op)));
+    walk_top_level(module, |op| {
+        launched.extend(op.symbol_attribute(PARALLEL_BODY))
+    });
     let mut static_bodies = HashSet::new();
     walk_top_level(module, |op| {
         let name = op.string_attribute("sym_name");
@@ -163,19 +165,13 @@ fn pass_bare_pointers(env: &StageEnv<'_, '_>, module: &Module<'_>) {
         }
     });
     walk_top_level(module, |op| {
-        if launched_body(op).is_some_and(|body| static_bodies.contains(&body)) {
+        if op
+            .symbol_attribute(PARALLEL_BODY)
+            .is_some_and(|body| static_bodies.contains(&body))
+        {
             op.set_attribute(BARE_POINTERS, unit);
         }
     });
-}
-
-/// The body `op` launches when it is the launch declaration of a parallel loop (it names
-/// the body in [`PARALLEL_BODY`]).
-fn launched_body(op: &WalkedOp<'_>) -> Option<String> {
-    let body = op.attribute(PARALLEL_BODY)?;
-    FlatSymbolRefAttribute::try_from(body)
-        .ok()
-        .map(|body| body.value().to_string())
 }
 
 /// The name of `op` when it is an outlined kernel (a function of the module named
