@@ -253,7 +253,9 @@ struct LaunchParallelLoops
       auto body = bodyName ? symbols.lookup<mlir::LLVM::LLVMFuncOp>(bodyName.getValue())
                            : mlir::LLVM::LLVMFuncOp();
       mlir::ValueRange operands = call.getArgOperands();
-      llvm::SmallVector<mlir::Type> fieldTypes(operands.drop_front(1).getTypes());
+      // The trip count, then the captured values (none when the call lacks even the count).
+      mlir::ValueRange captured = operands.empty() ? operands : operands.drop_front(1);
+      llvm::SmallVector<mlir::Type> fieldTypes(captured.getTypes());
       llvm::SmallVector<mlir::Type> expected{i64, i64};
       expected.append(fieldTypes);
       if (!body || body.isExternal() || operands.empty() || operands.front().getType() != i64 ||
@@ -279,7 +281,7 @@ struct LaunchParallelLoops
         structure = builder.create<mlir::LLVM::AllocaOp>(loc, pointer, fields, count, 0);
       }
       builder.setInsertionPoint(call);
-      for (auto [position, value] : llvm::enumerate(operands.drop_front(1))) {
+      for (auto [position, value] : llvm::enumerate(captured)) {
         mlir::Value address = fieldAddress(builder, loc, fields, structure, position);
         builder.create<mlir::LLVM::StoreOp>(loc, value, address);
       }
