@@ -2,14 +2,18 @@
 // the two passes tessera emits (the row's max; then exp(x - max) stored and summed) against
 // the online form (running max and sum in one pass, the sum rescaled by exp(m_old - m_new) at
 // every vector; the exps stored in a second pass) and a chunked online form (one rescale per
-// four vectors). Where the exps are stored for the product that follows, the sum comes with
-// them for free, and one pass for the max and the sum costs the exps once more.
+// four vectors), and a one-pass form that stores the exps against a reference moved only when
+// a score passes it by far (the stored exps and the sum then rescaled: FlashAttention's
+// deferred rescaling). Where the exps are stored for the product that follows, the sum comes
+// with them for free, and one pass for the max and the sum costs the exps once more, unless
+// the rescale is deferred.
 //
 //   g++ -O3 -march=native -ffp-contract=fast -o /tmp/softmax_passes bench/experiments/softmax_passes.cc
 //   /tmp/softmax_passes
 //
 // (-mno-avx512f for the AVX2 form on an AVX-512 machine.) Results: bench/RESULTS.md, issue 13's
-// sixth measurement.
+// sixth measurement (the deferred form: the fifteenth).
+#include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,7 +48,7 @@ static inline float hmax(vf v) { float m = v[0]; for (int i = 1; i < W; i++) m =
 static inline float hsum(vf v) { float s = 0; for (int i = 0; i < W; i++) s += v[i]; return s; }
 
 static float S[ROWS][N] __attribute__((aligned(64))), P[ROWS][N] __attribute__((aligned(64)));
-static float SUM[ROWS];
+static float SUM[ROWS], REF[ROWS];
 
 __attribute__((noinline)) static void two_pass(void) {
   for (int i = 0; i < ROWS; i++) {
@@ -56,6 +60,7 @@ __attribute__((noinline)) static void two_pass(void) {
     vf *p = (vf *)P[i];
     for (int j = 0; j < N / W; j += 2) { vf e0 = vexp(x[j] - m), e1 = vexp(x[j + 1] - m); p[j] = e0; p[j + 1] = e1; s0 += e0; s1 += e1; }
     SUM[i] = hsum(s0 + s1);
+    REF[i] = hmax(m);
   }
 }
 
@@ -77,6 +82,7 @@ static inline void finish(int i, vf m, vf s) {
   vf *p = (vf *)P[i];
   for (int j = 0; j < N / W; j++) p[j] = vexp(x[j] - M);
   SUM[i] = t;
+  REF[i] = mm;
 }
 
 __attribute__((noinline)) static void online(void) {
@@ -101,12 +107,52 @@ __attribute__((noinline)) static void online_chunked(void) {
   }
 }
 
+// One pass, the exps taken against a reference that only moves when a score passes it by
+// more than RESCALE_ABOVE (e^8 keeps the sum far from overflow): then the exps stored so far
+// and the sum are rescaled, which random scores make rare after the first vector.
+#define RESCALE_ABOVE 8.0f
+static inline int any_above(vf a, vf b, vf limit) {
+#ifdef __AVX512F__
+  return (_mm512_cmp_ps_mask((__m512)a, (__m512)limit, _CMP_GT_OQ) |
+          _mm512_cmp_ps_mask((__m512)b, (__m512)limit, _CMP_GT_OQ)) != 0;
+#else
+  return _mm256_movemask_ps(_mm256_or_ps(_mm256_cmp_ps((__m256)a, (__m256)limit, _CMP_GT_OQ),
+                                         _mm256_cmp_ps((__m256)b, (__m256)limit, _CMP_GT_OQ))) != 0;
+#endif
+}
+__attribute__((noinline)) static void lazy_rescale(void) {
+  for (int i = 0; i < ROWS; i++) {
+    const vf *x = (const vf *)S[i];
+    vf *p = (vf *)P[i];
+    float ref = hmax(x[0]);
+    vf m = splat(ref), limit = splat(ref + RESCALE_ABOVE), s0 = splat(0), s1 = splat(0);
+    for (int j = 0; j < N / W; j += 2) {
+      vf a = x[j], b = x[j + 1];
+      if (__builtin_expect(any_above(a, b, limit), 0)) {
+        float next = fmaxf(hmax(vmax(a, b)), ref);
+        vf factor = splat(expf(ref - next));
+        for (int k = 0; k < j; k++) p[k] *= factor;
+        s0 *= factor; s1 *= factor;
+        ref = next; m = splat(ref); limit = splat(ref + RESCALE_ABOVE);
+      }
+      vf e0 = vexp(a - m), e1 = vexp(b - m);
+      p[j] = e0; p[j + 1] = e1; s0 += e0; s1 += e1;
+    }
+    SUM[i] = hsum(s0 + s1);
+    REF[i] = ref;
+  }
+}
+
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
 
-static void check(const char *name, void (*f)(void), const float *want_sum) {
+// Compares the sums as taken against the row's max (a form's reference may lie below it).
+static void check(const char *name, void (*f)(void), const float *want_sum, const float *want_max) {
   f();
   float worst = 0;
-  for (int i = 0; i < ROWS && want_sum; i++) worst = fmaxf(worst, fabsf(SUM[i] - want_sum[i]) / want_sum[i]);
+  for (int i = 0; i < ROWS && want_sum; i++) {
+    float sum = SUM[i] * expf(REF[i] - want_max[i]);
+    worst = fmaxf(worst, fabsf(sum - want_sum[i]) / want_sum[i]);
+  }
   double best = 1e9;
   for (int r = 0; r < 7; r++) {
     double t0 = now();
@@ -122,11 +168,13 @@ int main(void) {
   for (int i = 0; i < ROWS; i++)
     for (int j = 0; j < N; j++) { seed = seed * 1664525u + 1013904223u; S[i][j] = (seed >> 8) * (8.0f / 16777216.0f) - 4.0f; }
   two_pass();
-  float want[ROWS];
+  float want[ROWS], want_max[ROWS];
   memcpy(want, SUM, sizeof want);
-  check("two passes", two_pass, want);
-  check("online", online, want);
-  check("online chunked", online_chunked, want);
-  check("max pass alone", max_pass, NULL);
+  memcpy(want_max, REF, sizeof want_max);
+  check("two passes", two_pass, want, want_max);
+  check("online", online, want, want_max);
+  check("online chunked", online_chunked, want, want_max);
+  check("lazy rescale", lazy_rescale, want, want_max);
+  check("max pass alone", max_pass, NULL, NULL);
   return 0;
 }
