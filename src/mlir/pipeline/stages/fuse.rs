@@ -178,11 +178,14 @@ impl Stage for Fuse {
             let origin = "of tessera-fuse";
             apply_schedule(env, module, schedule, origin, self.name(), Author::Stage)
         };
+        let mut row_loops = false;
         if let Some(schedule) = row_schedule(env, &module) {
             fuse(&mut module, &schedule)?;
+            row_loops = true;
         }
         if let Some(schedule) = sibling_schedule(env, &module) {
             fuse(&mut module, &schedule)?;
+            row_loops = true;
         }
         // Remove what fusion left without uses; merge the identical constants decomposition made.
         run_upstream(
@@ -192,6 +195,9 @@ impl Stage for Fuse {
             self.name(),
         )?;
         hoist_invariant_producers(&module);
+        if row_loops {
+            fuse(&mut module, &per_tile_temporaries())?;
+        }
         walk(&module, |op| {
             for marker in [CONSUMER, ANCHOR, INIT, ROW_ROOT, SIBLING] {
                 op.remove_attribute(marker);
@@ -279,6 +285,22 @@ fn hoist_invariant_producers(module: &melior::ir::Module<'_>) {
             }
         }
     }
+}
+
+/// The schedule that gives each row tile temporaries of its own size. Fusion leaves the
+/// producers it pulls into a row loop writing slices of their whole-tensor destinations (a
+/// `tensor.extract_slice` of a `tensor.empty`), which bufferize to one buffer of the whole
+/// intermediate (W5: 1 MB of scores for row tiles of 16 KB); a `tensor.empty` of the slice's
+/// size is a buffer of one tile, allocated in the loop (W5's peak memory 1.33 -> 0.39 MB at
+/// the same speed; on the GPU a fused layer norm's row sums live in shared memory). Applied
+/// after CSE and [`hoist_invariant_producers`], and only inside row loops: before them, CSE
+/// merged the per-tile tensors with equal ones outside the loop and the fills on them were
+/// hoisted out, one buffer shared by the tiles and copied into each.
+fn per_tile_temporaries() -> String {
+    let any = "!transform.any_op";
+    format!(
+        "{SCHEDULE_HEAD}    %row_loops = transform.structured.match ops{{[\"scf.for\"]}} attributes {{{PARALLEL}}} in %root : ({any}) -> {any}\n    transform.apply_patterns to %row_loops {{\n      transform.apply_patterns.tensor.fold_tensor_empty\n    }} : {any}\n{SCHEDULE_TAIL}"
+    )
 }
 
 /// Whether `op` is a linalg.generic without reduction loops.
